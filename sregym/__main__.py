@@ -1,0 +1,3 @@
+from sregym.cli.main import main
+
+main()

@@ -1,0 +1,1 @@
+"""Cluster providers (local, kind, existing), kube and helm clients, images."""

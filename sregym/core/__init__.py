@@ -1,0 +1,1 @@
+"""Specs, registries, errors, seeds and records: the bottom layer everything else imports."""

@@ -1,0 +1,116 @@
+"""The run record: one JSON file per run, everything a researcher compares."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from sregym.core.trajectory import Trajectory
+
+RECORD_SCHEMA_VERSION = 1
+
+
+class TimelineEvent(BaseModel):
+    """One resolved start or stop of a fault or noise event, relative to the injection phase."""
+
+    at: float
+    action: Literal["start", "stop"]
+    kind: Literal["fault", "noise"]
+    name: str = Field(..., description="fault id or noise type")
+    injector: str
+    target: str = ""
+    mechanism: str | None = None
+    done_at: float | None = Field(None, description="when it actually happened (None: never reached)")
+    ok: bool | None = None
+    error: str | None = None
+
+
+class CheckResult(BaseModel):
+    name: str
+    passed: bool
+    evidence: dict[str, Any] = Field(default_factory=dict)
+    message: str = ""
+
+
+class DiagnosisGrade(BaseModel):
+    oracle: str
+    judged: bool = Field(..., description="False when no judge was configured: the diagnosis was not graded")
+    passed: bool | None = None
+    score: float | None = None
+    dimensions: dict[str, float] = Field(default_factory=dict)
+    questions: list[dict[str, Any]] = Field(default_factory=list)
+    judge_model: str | None = None
+    errors: list[str] = Field(default_factory=list)
+
+
+class MitigationGrade(BaseModel):
+    passed: bool
+    checks: list[CheckResult] = Field(default_factory=list)
+
+
+class Reward(BaseModel):
+    total: float
+    terms: dict[str, float] = Field(default_factory=dict)
+    weights: dict[str, float] = Field(default_factory=dict)
+
+
+class Grades(BaseModel):
+    diagnosis: DiagnosisGrade | None = None
+    mitigation: MitigationGrade | None = None
+    reward: Reward | None = None
+    evidence_coverage: float | None = None
+    wrong_remediations: list[str] = Field(default_factory=list)
+
+
+class AgentInfo(BaseModel):
+    name: str
+    kind: Literal["baseline", "oracle", "llm", "external"] = "baseline"
+    model: str | None = None
+    leaderboard: bool = Field(True, description="False for the oracle agent: an upper bound, never ranked")
+
+
+class Versions(BaseModel):
+    sregym: str
+    kubernetes: str | None = None
+    provider: str | None = None
+    helm: str | None = None
+    python: str | None = None
+
+
+class RunRecord(BaseModel):
+    schema_version: Literal[1] = RECORD_SCHEMA_VERSION
+    run_id: str
+    problem_id: str
+    spec_hash: str
+    suite: str | None = None
+    app: str
+    namespace: str
+    agent: AgentInfo
+    seed: int
+    noise: bool
+    difficulty: str
+    tags: dict[str, Any] = Field(default_factory=dict)
+    started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    ended_at: datetime | None = None
+    status: Literal["completed", "error", "aborted"] = "completed"
+    error: str | None = None
+    phases: dict[str, float] = Field(default_factory=dict, description="seconds spent per phase")
+    timeline: list[TimelineEvent] = Field(default_factory=list)
+    mechanisms: dict[str, str] = Field(default_factory=dict, description="fault id -> mechanism that ran")
+    baseline: dict[str, Any] = Field(default_factory=dict, description="SLO measurements before injection")
+    trajectory: Trajectory = Field(default_factory=Trajectory)
+    grades: Grades = Field(default_factory=Grades)
+    ttd_s: float | None = Field(None, description="time to diagnose: agent start to diagnosis submission")
+    ttm_s: float | None = Field(None, description="time to mitigate: agent start to mitigation submission")
+    versions: Versions
+
+    @property
+    def diagnosis_passed(self) -> bool | None:
+        d = self.grades.diagnosis
+        return d.passed if d and d.judged else None
+
+    @property
+    def mitigation_passed(self) -> bool | None:
+        return self.grades.mitigation.passed if self.grades.mitigation else None

@@ -1,0 +1,102 @@
+"""One typed registry per kind of plug-in (injectors, oracles, agents), filled by decorators.
+
+Built-in plug-ins live in the top-level ``injectors/`` and ``oracles/`` packages; third-party
+packages add theirs through the entry-point groups ``sregym.injectors`` and ``sregym.oracles``
+(an entry point names a module or package; importing it runs its decorators).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import sys
+from collections.abc import Callable, Iterator
+from importlib.metadata import entry_points
+from pathlib import Path
+from typing import Generic, TypeVar
+
+from sregym.core.errors import UnknownNameError, UserInputError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Name -> plug-in. ``kind`` appears in error messages ("unknown injector 'x'")."""
+
+    def __init__(self, kind: str, entry_point_group: str | None = None, builtin_package: str | None = None):
+        self.kind = kind
+        self.group = entry_point_group
+        self.builtin_package = builtin_package
+        self._items: dict[str, T] = {}
+        self._origins: dict[str, str] = {}
+        self._loaded = False
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: ``@INJECTORS.register("pod_kill")``."""
+
+        def decorate(obj: T) -> T:
+            origin = getattr(obj, "__module__", "?")
+            if name in self._items and self._origins[name] != origin:
+                raise UserInputError(
+                    f"{self.kind} {name!r} is registered twice: by {self._origins[name]} and by {origin}",
+                    hint=f"rename one of the two {self.kind}s")
+            self._items[name] = obj
+            self._origins[name] = origin
+            return obj
+
+        return decorate
+
+    def load(self) -> None:
+        """Import built-ins (every module of the builtin package) and entry points, once."""
+        if self._loaded:
+            return
+        self._loaded = True
+        if self.builtin_package:
+            import_package_modules(self.builtin_package)
+        if self.group:
+            for ep in entry_points(group=self.group):
+                if ep.value == self.builtin_package:
+                    continue
+                import_package_modules(ep.value)
+
+    def get(self, name: str) -> T:
+        self.load()
+        try:
+            return self._items[name]
+        except KeyError:
+            raise UnknownNameError(self.kind, name, list(self._items)) from None
+
+    def names(self) -> list[str]:
+        self.load()
+        return sorted(self._items)
+
+    def items(self) -> Iterator[tuple[str, T]]:
+        self.load()
+        yield from sorted(self._items.items())
+
+    def __contains__(self, name: str) -> bool:
+        self.load()
+        return name in self._items
+
+
+def import_package_modules(package: str) -> None:
+    """Import ``package`` and, if it is a package, each of its modules (which register themselves)."""
+    mod = importlib.import_module(package)
+    for info in pkgutil.iter_modules(getattr(mod, "__path__", []), prefix=f"{package}."):
+        if not info.name.rsplit(".", 1)[-1].startswith("_"):
+            importlib.import_module(info.name)
+
+
+def import_path(path: Path) -> None:
+    """Import every ``*.py`` under a folder given by the user (``--plugins DIR``)."""
+    for file in sorted(Path(path).glob("*.py")):
+        if file.name.startswith("_"):
+            continue
+        name = f"sregym_plugin_{file.stem}"
+        spec = importlib.util.spec_from_file_location(name, file)
+        if spec is None or spec.loader is None:
+            raise UserInputError(f"{file}: cannot be imported as a Python module")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)

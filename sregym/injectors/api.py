@@ -1,0 +1,172 @@
+"""Fault primitives: ``plan`` (read-only), ``inject``, ``verify``, ``recover`` (idempotent).
+
+The conductor calls ``plan()`` first and writes its result to the journal *before* ``inject()``
+changes anything. ``plan()`` must therefore decide everything ``recover()`` needs: original
+values, and the deterministic names of any object ``inject()`` will create. After a crash,
+``sregym cleanup`` rebuilds the injector from the journal and calls ``recover(state)`` with that
+planned state, so ``recover`` must work whether ``inject`` ran fully, partly, or not at all.
+
+A primitive is one module under ``injectors/`` (or a third-party package registered under the
+``sregym.injectors`` entry-point group)::
+
+    @injector("env_var")
+    class EnvVar(Injector[EnvVarParams]):
+        Params = EnvVarParams
+        targets = ("Deployment", "StatefulSet")
+        def plan(self): ...
+        def inject(self, state): ...
+        def verify(self, state): ...
+        def recover(self, state): ...
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Generic, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sregym.core.errors import MechanismUnavailable, UserInputError
+from sregym.core.problem import Selector
+from sregym.core.registry import Registry
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+P = TypeVar("P", bound=BaseModel)
+
+
+@dataclass(frozen=True)
+class Mechanism:
+    """One real way to cause a fault. ``requires`` names node capabilities (see
+    ``sregym.cluster.capabilities``) that must all be present for it to run."""
+
+    name: str
+    description: str
+    requires: tuple[str, ...] = ()
+
+    def missing(self, capabilities: dict[str, bool]) -> list[str]:
+        return [c for c in self.requires if not capabilities.get(c, False)]
+
+
+KUBERNETES_API = Mechanism("kubernetes-api", "change Kubernetes objects through the API server")
+
+
+@dataclass
+class Verification:
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class FaultContext:
+    """What an injector may use. Built by the conductor; never handed to the agent plane.
+
+    ``kube`` is a ``sregym.cluster.kube.Kube`` (admin clients). ``hidden_namespace`` is where
+    fault-plane workloads run: the agent's RBAC cannot read it. ``node_capabilities(node)``
+    returns the probed capability map of a node. ``seed`` is derived from the run seed for this
+    fault, so random choices (which pod, which blocks) repeat with the same seed.
+    """
+
+    kube: Any
+    app_namespace: str
+    hidden_namespace: str
+    seed: int = 0
+    node_capabilities: Callable[[str], dict[str, bool]] = field(default=lambda node: {})
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class Injector(abc.ABC, Generic[P]):
+    """Base class of a fault primitive. Subclasses set ``Params`` and may set ``mechanisms``,
+    ``targets`` (accepted selector kinds) and ``node_level``."""
+
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = NoParams
+    mechanisms: ClassVar[tuple[Mechanism, ...]] = (KUBERNETES_API,)
+    targets: ClassVar[tuple[str, ...]] = ()
+    node_level: ClassVar[bool] = False
+    summary: ClassVar[str] = ""
+
+    def __init__(self, params: P, target: Selector, ctx: FaultContext, mechanism: Mechanism):
+        self.params = params
+        self.target = target
+        self.ctx = ctx
+        self.mechanism = mechanism
+
+    # -- construction ------------------------------------------------------------------------
+    @classmethod
+    def parse_params(cls, raw: dict[str, Any], *, where: str = "params") -> BaseModel:
+        """Validate raw parameters; errors name the field and what was expected."""
+        try:
+            return cls.Params.model_validate(raw or {})
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "(root)"
+            raise UserInputError(f"{where}.{loc}: {first['msg']} (injector {cls.name!r})",
+                                 hint=f"see `sregym show-injector {cls.name}` for its parameters") from None
+
+    @classmethod
+    def check_target(cls, target: Selector, *, where: str = "target") -> None:
+        if cls.targets and target.kind and target.kind not in cls.targets:
+            raise UserInputError(
+                f"{where}.kind: injector {cls.name!r} acts on {', '.join(cls.targets)}, not {target.kind}")
+
+    @classmethod
+    def choose_mechanism(cls, capabilities: dict[str, bool], forced: str | None = None) -> Mechanism:
+        """The first mechanism the node supports, or the forced one; refuse clearly otherwise."""
+        by_name = {m.name: m for m in cls.mechanisms}
+        if forced is not None:
+            if forced not in by_name:
+                raise UserInputError(f"mechanism {forced!r} is not one of injector {cls.name!r}'s: "
+                                     f"{', '.join(by_name)}")
+            missing = by_name[forced].missing(capabilities)
+            if missing:
+                raise MechanismUnavailable(
+                    f"injector {cls.name!r}: mechanism {forced!r} needs {', '.join(missing)}, "
+                    f"which the target node lacks", hint="run `sregym doctor` to see what each node supports")
+            return by_name[forced]
+        reasons = []
+        for m in cls.mechanisms:
+            missing = m.missing(capabilities)
+            if not missing:
+                return m
+            reasons.append(f"{m.name} needs {', '.join(missing)}")
+        raise MechanismUnavailable(f"injector {cls.name!r}: no mechanism works on the target node ("
+                                   + "; ".join(reasons) + ")",
+                                   hint="run `sregym doctor` to see what each node supports")
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def plan(self) -> dict[str, Any]:
+        """Read the world and decide everything ``recover`` needs. No change allowed here."""
+        return {}
+
+    @abc.abstractmethod
+    def inject(self, state: dict[str, Any]) -> None:
+        """Apply the fault. ``state`` is what ``plan`` returned (already journaled)."""
+
+    @abc.abstractmethod
+    def verify(self, state: dict[str, Any]) -> Verification:
+        """Whether the fault has taken effect (observed, not assumed)."""
+
+    @abc.abstractmethod
+    def recover(self, state: dict[str, Any]) -> None:
+        """Undo the fault. Idempotent: safe after a partial inject, a crash, or a prior recover."""
+
+
+INJECTORS: Registry[type[Injector]] = Registry("injector", "sregym.injectors", "injectors")
+
+
+def injector(name: str, *, registry: Registry[type[Injector]] = INJECTORS):
+    """Class decorator registering a fault primitive under ``name``."""
+
+    def decorate(cls: type[Injector]) -> type[Injector]:
+        cls.name = name
+        if not cls.summary and cls.__doc__:
+            cls.summary = cls.__doc__.strip().splitlines()[0]
+        return registry.register(name)(cls)
+
+    return decorate

@@ -1,0 +1,66 @@
+"""Mitigation oracles: reusable, parameterised checks of the live system referenced from problem
+files (``oracles.mitigation: [{name: slo, params: {...}}]``). They judge the world, never the
+code that broke it: an oracle must not import an injector (import-linter enforces it)."""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from sregym.core.errors import UserInputError
+from sregym.core.record import CheckResult
+from sregym.core.registry import Registry
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass
+class MitigationContext:
+    """``kube``: admin clients; ``prometheus_url``: the in-cluster Prometheus as reached from the
+    host; ``baseline``: SLO measurements taken before injection; ``app``: the app's description."""
+
+    kube: Any
+    namespace: str
+    prometheus_url: str | None = None
+    baseline: dict[str, Any] = field(default_factory=dict)
+    app: Any = None
+    window_seconds: float = 60.0
+    extras: dict[str, Any] = field(default_factory=dict)
+
+
+class MitigationOracle(abc.ABC):
+    name: ClassVar[str] = ""
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, params: BaseModel, ctx: MitigationContext):
+        self.params = params
+        self.ctx = ctx
+
+    @classmethod
+    def parse_params(cls, raw: dict[str, Any], *, where: str = "params") -> BaseModel:
+        try:
+            return cls.Params.model_validate(raw or {})
+        except ValidationError as e:
+            first = e.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"]) or "(root)"
+            raise UserInputError(f"{where}.{loc}: {first['msg']} (oracle {cls.name!r})") from None
+
+    @abc.abstractmethod
+    def check(self) -> CheckResult:
+        """Probe the live system (over ``ctx.window_seconds`` where it must persist)."""
+
+
+MITIGATION_ORACLES: Registry[type[MitigationOracle]] = Registry("mitigation oracle", "sregym.oracles", "oracles")
+
+
+def mitigation_oracle(name: str):
+    def decorate(cls: type[MitigationOracle]) -> type[MitigationOracle]:
+        cls.name = name
+        return MITIGATION_ORACLES.register(name)(cls)
+
+    return decorate

@@ -1,0 +1,1 @@
+"""The `local` provider: upstream Kubernetes components as host processes, no Docker."""

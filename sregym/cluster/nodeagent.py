@@ -1,0 +1,264 @@
+"""Run commands on a node: on this host directly (local provider) or in a privileged node pod.
+
+Node-level faults (stress, syscall failures, disk errors, network shaping) need root on the
+target's node and the target container's namespaces. Two real ways to get there:
+
+* ``HostRunner``: the node *is* this host (the ``local`` provider runs the kubelet here), so a
+  subprocess is the cheapest real way.
+* ``PodRunner``: a privileged pod (hostPID, hostNetwork, host root at ``/host``) pinned to the node
+  with ``nodeName`` in the hidden namespace, reached with ``kubectl exec``. Its name and labels
+  are neutral: nothing says what it is for.
+
+Per-container work enters the container's namespaces with ``nsenter -t PID``; ``container_pid``
+finds that PID by scanning ``/proc/*/cgroup`` for the container id (works under cgroup v1 and v2
+and needs no CRI client in the image).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+import socket
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kubernetes import client
+
+from sregym.cluster.kube import Kube, not_found
+from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
+from sregym.core.errors import ClusterError, FaultError
+
+NODE_TOOLS_IMAGE = "sregym/node-tools:latest"
+HOST_MOUNT = "/host"
+
+# Finds the init process of a container: the lowest PID whose cgroup names the container id and
+# whose parent does not (the parent is the containerd shim).
+_PID_SCRIPT = r"""
+import os, sys
+cid = sys.argv[1]
+pids = {}
+for d in os.listdir('/proc'):
+    if not d.isdigit():
+        continue
+    try:
+        with open(f'/proc/{d}/cgroup') as f:
+            if cid not in f.read():
+                continue
+        with open(f'/proc/{d}/stat') as f:
+            ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+    except OSError:
+        continue
+    pids[int(d)] = ppid
+roots = sorted(p for p, pp in pids.items() if pp not in pids)
+print(roots[0] if roots else '')
+"""
+
+# Prints the start time (clock ticks since boot) of a PID, so a later kill can make sure the PID
+# was not reused by another process.
+# A zombie counts as gone (state Z): it no longer runs, its parent only has to reap it.
+_STARTTIME_SCRIPT = ("import sys;f=open(f'/proc/{sys.argv[1]}/stat').read().rsplit(')',1)[1].split();"
+                     "print('' if f[0]=='Z' else f[19])")
+
+
+class NodeRunner(Protocol):
+    """Runs argv as root on one node; paths of the node's root file system via ``host_path``."""
+
+    node: str
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 120,
+            check: bool = True) -> subprocess.CompletedProcess[str]: ...
+
+    def host_path(self, path: str) -> str: ...
+
+
+def _checked(proc: subprocess.CompletedProcess[str], argv: Sequence[str], node: str, check: bool
+             ) -> subprocess.CompletedProcess[str]:
+    if check and proc.returncode != 0:
+        raise FaultError(f"on node {node}: `{shlex.join(argv)}` exited {proc.returncode}: "
+                         f"{(proc.stderr or proc.stdout).strip()[-800:]}")
+    return proc
+
+
+@dataclass
+class HostRunner:
+    """The node is this host: run commands directly."""
+
+    node: str
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 120,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        proc = subprocess.run(list(argv), input=input, capture_output=True, text=True, timeout=timeout)
+        return _checked(proc, argv, self.node, check)
+
+    def host_path(self, path: str) -> str:
+        return path
+
+
+@dataclass
+class PodRunner:
+    """A privileged pod on the node in the hidden namespace, reached with ``kubectl exec``."""
+
+    kube: Kube
+    node: str
+    namespace: str
+    image: str = NODE_TOOLS_IMAGE
+
+    @property
+    def pod_name(self) -> str:
+        return node_pod_name(self.node)
+
+    def ensure(self, timeout: float = 120) -> PodRunner:
+        """Create the pod if it does not exist and wait until it runs."""
+        core = self.kube.core
+        try:
+            pod = core.read_namespaced_pod(self.pod_name, self.namespace)
+        except client.ApiException as e:
+            if not not_found(e):
+                raise ClusterError(f"cannot read pod {self.namespace}/{self.pod_name}: {e.reason}") from None
+            pod = core.create_namespaced_pod(self.namespace, node_pod_manifest(self.node, self.namespace, self.image))
+        deadline = time.monotonic() + timeout
+        while pod.status is None or pod.status.phase != "Running":
+            if pod.status and pod.status.phase in ("Failed", "Succeeded"):
+                raise ClusterError(f"pod {self.namespace}/{self.pod_name} on node {self.node} ended: {pod.status.phase}")
+            if time.monotonic() > deadline:
+                raise ClusterError(f"pod {self.namespace}/{self.pod_name} did not start on node {self.node} within "
+                                   f"{timeout:.0f}s", hint=f"is the image {self.image} imported on that node? "
+                                   "run `sregym images build`")
+            time.sleep(1)
+            pod = core.read_namespaced_pod(self.pod_name, self.namespace)
+        return self
+
+    def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 120,
+            check: bool = True) -> subprocess.CompletedProcess[str]:
+        args = ["exec", *(["-i"] if input is not None else []), "-n", self.namespace, self.pod_name, "--", *argv]
+        proc = self.kube.kubectl(*args, check=False, timeout=timeout, input=input)
+        return _checked(proc, argv, self.node, check)
+
+    def host_path(self, path: str) -> str:
+        return HOST_MOUNT + "/" + path.lstrip("/")
+
+
+def node_pod_name(node: str) -> str:
+    """A neutral, deterministic pod name per node (DNS-1123, at most 63 characters)."""
+    digest = hashlib.sha256(node.encode()).hexdigest()[:8]
+    return f"node-tools-{digest}"
+
+
+def node_pod_manifest(node: str, namespace: str, image: str = NODE_TOOLS_IMAGE) -> dict:
+    """The privileged pod that node-level work runs in."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": node_pod_name(node), "namespace": namespace,
+                     "labels": {OWNER_LABEL: OWNER_VALUE, "app.kubernetes.io/name": "node-tools"}},
+        "spec": {
+            "nodeName": node,
+            "hostPID": True,
+            "hostNetwork": True,
+            "dnsPolicy": "ClusterFirstWithHostNet",
+            "restartPolicy": "Always",
+            "terminationGracePeriodSeconds": 1,
+            "tolerations": [{"operator": "Exists"}],
+            "containers": [{
+                "name": "tools",
+                "image": image,
+                "imagePullPolicy": "Never",
+                "command": ["sleep", "infinity"],
+                "env": [{"name": "HOST_ROOT", "value": HOST_MOUNT}],
+                "securityContext": {"privileged": True},
+                "volumeMounts": [{"name": "host", "mountPath": HOST_MOUNT, "mountPropagation": "Bidirectional"}],
+            }],
+            "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
+        },
+    }
+
+
+def local_addresses() -> set[str]:
+    """This host's names and IPv4 addresses."""
+    names = {socket.gethostname(), socket.getfqdn()}
+    try:
+        out = subprocess.run(["ip", "-o", "-4", "addr", "show"], capture_output=True, text=True, timeout=10).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        parts = line.split()
+        if "inet" in parts:
+            names.add(parts[parts.index("inet") + 1].split("/")[0])
+    return names
+
+
+def node_is_this_host(kube: Kube, node: str) -> bool:
+    """Whether ``node``'s kubelet runs on this host (true for the ``local`` provider)."""
+    try:
+        obj = kube.core.read_node(node)
+    except client.ApiException as e:
+        raise ClusterError(f"cannot read node {node}: {e.reason}") from None
+    addresses = {a.address for a in (obj.status.addresses or [])}
+    mine = local_addresses() - {"127.0.0.1"}
+    return bool(addresses & mine) or node in mine
+
+
+_RUNNERS: dict[tuple[str, str], NodeRunner] = {}
+
+
+def runner_for(kube: Kube, node: str, namespace: str, *, image: str = NODE_TOOLS_IMAGE,
+               prefer_host: bool = True) -> NodeRunner:
+    """A runner for ``node``: this host when the node is this host, else the node pod (created once)."""
+    key = (str(kube.kubeconfig), node)
+    if key not in _RUNNERS:
+        if prefer_host and node_is_this_host(kube, node):
+            _RUNNERS[key] = HostRunner(node)
+        else:
+            _RUNNERS[key] = PodRunner(kube, node, namespace, image).ensure()
+    return _RUNNERS[key]
+
+
+def container_pid(runner: NodeRunner, container_id: str) -> int:
+    """PID (in the node's PID namespace) of the init process of a container.
+
+    ``container_id`` is the id from ``status.containerStatuses[].containerID``, with or without
+    its ``containerd://`` prefix.
+    """
+    cid = container_id.split("://", 1)[-1]
+    out = runner.run(["python3", "-c", _PID_SCRIPT, cid], timeout=60).stdout.strip()
+    if not out:
+        raise FaultError(f"no process of container {cid[:12]} on node {runner.node}",
+                         hint="the container may have restarted; plan again")
+    return int(out)
+
+
+def process_starttime(runner: NodeRunner, pid: int) -> str | None:
+    """Kernel start time of ``pid`` (None if it no longer exists)."""
+    proc = runner.run(["python3", "-c", _STARTTIME_SCRIPT, str(pid)], check=False, timeout=30)
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def spawn(runner: NodeRunner, argv: Sequence[str], *, log: str = "/dev/null") -> tuple[int, str]:
+    """Start a long-running detached process on the node; return (pid, start time).
+
+    ``setsid`` detaches it from the exec session (it outlives ``kubectl exec``). The start time
+    is kept so ``kill_spawned`` never signals a process that reused the PID.
+    """
+    script = f"setsid {shlex.join(argv)} >{shlex.quote(log)} 2>&1 </dev/null & echo $!"
+    pid = int(runner.run(["sh", "-c", script], timeout=60).stdout.strip())
+    started = process_starttime(runner, pid)
+    return pid, started or ""
+
+
+def kill_spawned(runner: NodeRunner, pid: int, starttime: str, signal: str = "TERM", wait: float = 10) -> bool:
+    """Signal a process started by ``spawn`` if it is still the same process; wait for it to end.
+
+    Returns True if it was running. Idempotent: a gone or reused PID is left alone.
+    """
+    if not starttime or process_starttime(runner, pid) != starttime:
+        return False
+    runner.run(["kill", f"-{signal}", str(pid)], check=False)
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline and process_starttime(runner, pid) == starttime:
+        time.sleep(0.2)
+    if process_starttime(runner, pid) == starttime:
+        runner.run(["kill", "-KILL", str(pid)], check=False)
+    return True

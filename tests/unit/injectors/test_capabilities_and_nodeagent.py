@@ -1,0 +1,59 @@
+"""Pure logic of capability parsing, node pod manifests and mechanism selection."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from sregym.cluster import nodeprobe
+from sregym.cluster.capabilities import CAPABILITIES, NodeCapabilities
+from sregym.cluster.nodeagent import node_pod_manifest, node_pod_name
+from sregym.core.errors import MechanismUnavailable
+from sregym.injectors.api import Injector, Mechanism
+
+TELLING = re.compile(r"chaos|fault|inject", re.IGNORECASE)
+
+
+def test_probe_reports_every_documented_capability_on_this_host():
+    out = subprocess.run([sys.executable, nodeprobe.__file__], capture_output=True, text=True, timeout=60)
+    raw = json.loads(out.stdout)
+    assert set(CAPABILITIES) <= set(raw)
+    assert all(isinstance(v["ok"], bool) and v["detail"] for v in raw.values())
+
+
+def test_capabilities_round_trip_through_json():
+    caps = NodeCapabilities.from_probe("n1", {"fuse": {"ok": True, "detail": "/dev/fuse present"},
+                                              "netem": {"ok": False, "detail": "unknown qdisc"}})
+    again = NodeCapabilities.from_probe("n1", caps.to_json())
+    assert again == caps
+    assert caps.present == {"fuse": True, "netem": False}
+
+
+def test_node_pod_is_privileged_pinned_and_neutral():
+    m = node_pod_manifest("worker-1", "node-ops")
+    assert m["spec"]["nodeName"] == "worker-1"
+    assert m["spec"]["hostPID"] and m["spec"]["hostNetwork"]
+    assert m["spec"]["containers"][0]["securityContext"]["privileged"]
+    assert not TELLING.search(json.dumps(m))
+    assert node_pod_name("worker-1") == node_pod_name("worker-1") != node_pod_name("worker-2")
+    assert len(node_pod_name("x" * 300)) <= 63
+
+
+class _Two(Injector):
+    mechanisms = (Mechanism("ebpf-override", "", ("bpf_override_return", "bcc_compile")),
+                  Mechanism("ptrace", "", ("ptrace",)))
+
+    def inject(self, state): ...
+
+    def verify(self, state): ...
+
+    def recover(self, state): ...
+
+
+def test_first_supported_mechanism_is_chosen_and_forcing_a_missing_one_refuses():
+    caps = {"ptrace": True, "bpf_override_return": False}
+    assert _Two.choose_mechanism(caps).name == "ptrace"
+    with pytest.raises(MechanismUnavailable, match="bpf_override_return"):
+        _Two.choose_mechanism(caps, forced="ebpf-override")

@@ -13,10 +13,19 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from sregym.core.errors import UserInputError
 from sregym.core.record import CheckResult
 from sregym.core.registry import Registry
+from sregym.oracles.datafile import first_error
 
 
 class NoParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, *, where: str, owner: str) -> BaseModel:
+    """Validate an oracle's params; the error names the field, what was wrong and which oracle."""
+    try:
+        return model.model_validate(raw or {})
+    except ValidationError as e:
+        raise UserInputError(f"{where}.{first_error(e)} ({owner})") from None
 
 
 @dataclass
@@ -43,12 +52,7 @@ class MitigationOracle(abc.ABC):
 
     @classmethod
     def parse_params(cls, raw: dict[str, Any], *, where: str = "params") -> BaseModel:
-        try:
-            return cls.Params.model_validate(raw or {})
-        except ValidationError as e:
-            first = e.errors()[0]
-            loc = ".".join(str(x) for x in first["loc"]) or "(root)"
-            raise UserInputError(f"{where}.{loc}: {first['msg']} (oracle {cls.name!r})") from None
+        return validate_params(cls.Params, raw, where=where, owner=f"oracle {cls.name!r}")
 
     @abc.abstractmethod
     def check(self) -> CheckResult:

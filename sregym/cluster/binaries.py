@@ -10,6 +10,7 @@ reuses them and a cold one builds them once.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
@@ -143,9 +144,20 @@ def wrapper_gomod(component: GoComponent, staging: list[str]) -> str:
 
 
 def build(component: GoComponent, log=print) -> Path:
-    """Build ``component`` unless it is cached; return its directory."""
+    """Build ``component`` unless it is cached; return its directory.
+
+    A lock file serialises concurrent callers (two `cluster up`s, or CI and a developer)."""
     if component.is_built():
         return component.directory
+    component.directory.parent.mkdir(parents=True, exist_ok=True)
+    with open(component.directory.with_name(component.directory.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if component.is_built():
+            return component.directory
+        return _build_locked(component, log)
+
+
+def _build_locked(component: GoComponent, log) -> Path:
     if shutil.which("go") is None:
         raise BuildError("`go` is not on PATH; install Go >= 1.25 (it builds the Kubernetes components)")
     staging = _staging_modules(component) if component.staging_replaces else []

@@ -1,0 +1,177 @@
+"""``sregym list``, ``show``, ``schema`` and ``validate``: browse and check problems."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Optional
+
+import anyio
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from sregym.cli.options import (
+    AppOpt,
+    ChartsDirOpt,
+    ContextOpt,
+    DifficultyOpt,
+    GradeWindowOpt,
+    KubeconfigOpt,
+    PluginsOpt,
+    ProblemsDirOpt,
+    SplitOpt,
+    TagOpt,
+    VerifyTimeoutOpt,
+    catalog,
+    load_plugins,
+)
+from sregym.core.errors import UserInputError
+from sregym.core.loader import LoadedProblem, load_problem_arg
+
+
+def list_problems(
+    tag: TagOpt = [],  # noqa: B006 - typer reads list defaults
+    difficulty: DifficultyOpt = [],  # noqa: B006
+    app: AppOpt = [],  # noqa: B006
+    split: SplitOpt = [],  # noqa: B006
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON object per problem instead of a table.")] = False,
+    problems_dir: ProblemsDirOpt = [],  # noqa: B006
+    plugins: PluginsOpt = [],  # noqa: B006
+) -> None:
+    """List problems, filtered by tag, difficulty, app and split."""
+    chosen = catalog(problems_dir, plugins).select(tags=tag, difficulty=difficulty, app=app, split=split)
+    if as_json:
+        for lp in chosen:
+            p = lp.problem
+            typer.echo(json.dumps({"id": p.id, "title": p.title, "app": p.app.name, "difficulty": p.difficulty.value,
+                                   "split": p.split.value, "tags": p.tags.all(), "path": str(lp.path)}))
+        return
+    table = Table("id", "app", "difficulty", "split", "layer", "family", "failure mode", "title")
+    for lp in chosen:
+        p = lp.problem
+        table.add_row(p.id, p.app.name, p.difficulty.value, p.split.value, p.tags.layer.value, p.tags.fault_family,
+                      p.tags.failure_mode, p.title)
+    Console().print(table)
+    Console(stderr=True).print(f"[dim]{len(chosen)} problem(s)[/]")
+
+
+def public_view(lp: LoadedProblem) -> dict:
+    """What ``show`` prints without ``--reveal``: no ground truth, no fault details."""
+    p = lp.problem
+    return {"id": p.id, "title": p.title, "alert": p.alert, "app": p.app.model_dump(exclude_defaults=True),
+            "difficulty": p.difficulty.value, "split": p.split.value, "tags": p.tags.model_dump(mode="json"),
+            "faults": len(p.faults), "noise": p.noise.model_dump(), "budgets": p.budgets.model_dump(),
+            "oracles": {"diagnosis": p.oracles.diagnosis.name, "mitigation": [o.name for o in p.oracles.mitigation]},
+            "no_op": p.no_op, "file": str(lp.path), "spec_hash": p.spec_hash()}
+
+
+def show(
+    problem: Annotated[str, typer.Argument(help="Problem id, or a path to a problem YAML file.")],
+    reveal: Annotated[bool, typer.Option("--reveal", help="Also print faults and ground truth (spoilers).")] = False,
+    problems_dir: ProblemsDirOpt = [],  # noqa: B006
+    plugins: PluginsOpt = [],  # noqa: B006
+) -> None:
+    """Show one problem. Ground truth and fault details stay hidden unless --reveal."""
+    load_plugins(plugins)
+    lp = load_problem_arg(problem, problems_dir)
+    data = lp.problem.model_dump(mode="json") | {"file": str(lp.path), "spec_hash": lp.problem.spec_hash()} \
+        if reveal else public_view(lp)
+    Console().print_json(json.dumps(data))
+
+
+SCHEMAS = {
+    "problem": "sregym.core.problem:Problem",
+    "suite": "sregym.core.problem:Suite",
+    "run-record": "sregym.core.record:RunRecord",
+    "trajectory": "sregym.core.trajectory:Trajectory",
+}
+
+
+def schema(
+    out: Annotated[Optional[Path], typer.Option(help="Write <name>.schema.json files into this folder "
+                                                     "instead of printing one JSON object.")] = None,
+) -> None:
+    """JSON Schema of the problem, suite, run record and trajectory formats."""
+    import importlib
+
+    schemas = {}
+    for name, ref in SCHEMAS.items():
+        module, cls = ref.split(":")
+        schemas[name] = getattr(importlib.import_module(module), cls).model_json_schema()
+    if out is None:
+        typer.echo(json.dumps(schemas, indent=2))
+        return
+    out.mkdir(parents=True, exist_ok=True)
+    for name, s in schemas.items():
+        (out / f"{name}.schema.json").write_text(json.dumps(s, indent=2) + "\n")
+    Console(stderr=True).print(f"wrote {len(schemas)} schemas to {out}")
+
+
+def validate(
+    problem: Annotated[Optional[str], typer.Argument(help="Problem id or YAML path; omit with --all.")] = None,
+    all_: Annotated[bool, typer.Option("--all", help="Every problem that matches the filters.")] = False,
+    static: Annotated[bool, typer.Option("--static", help="Schema and registry checks only; needs no cluster.")]
+    = False,
+    tag: TagOpt = [],  # noqa: B006
+    difficulty: DifficultyOpt = [],  # noqa: B006
+    app: AppOpt = [],  # noqa: B006
+    split: SplitOpt = [],  # noqa: B006
+    grade_window: GradeWindowOpt = 30.0,
+    verify_timeout: VerifyTimeoutOpt = 90.0,
+    charts_dir: ChartsDirOpt = [],  # noqa: B006
+    problems_dir: ProblemsDirOpt = [],  # noqa: B006
+    plugins: PluginsOpt = [],  # noqa: B006
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Prove problems: healthy baseline, inject, fault observable and mitigation oracle fails,
+    recover, oracle passes, app healthy again. With --static, only the file and registry checks."""
+    from sregym.conductor.checks import check_problem
+
+    if not problem and not all_:
+        raise UserInputError("name a problem, or pass --all", hint="sregym validate PROBLEM | sregym validate --all")
+    if problem and all_:
+        raise UserInputError("name a problem or pass --all, not both")
+    cat = catalog(problems_dir, plugins)
+    chosen = [load_problem_arg(problem, problems_dir)] if problem else cat.select(
+        tags=tag, difficulty=difficulty, app=app, split=split)
+    console = Console()
+    for lp in chosen:
+        check_problem(lp, noise=True)
+    if static:
+        for lp in chosen:
+            console.print(f"[green]ok[/] {lp.id} [dim]{lp.path}[/]")
+        console.print(f"{len(chosen)} problem(s) pass the static checks")
+        return
+    failed = anyio.run(_validate_live, chosen, kubeconfig, context, charts_dir, grade_window, verify_timeout, console)
+    if failed:
+        raise typer.Exit(5)
+
+
+async def _validate_live(chosen: list[LoadedProblem], kubeconfig: Path | None, context: str | None,
+                         charts_dir: list[Path], grade_window: float, verify_timeout: float, console: Console) -> int:
+    from sregym.cluster.providers import current_cluster
+    from sregym.conductor.appdriver import app_driver
+    from sregym.conductor.validate import validate_problem
+
+    cluster = current_cluster(kubeconfig, context)
+    driver = app_driver(charts_dir)
+    table = Table("problem", "result", "seconds", "detail")
+    failed = 0
+    for lp in chosen:
+        res = await validate_problem(lp.problem, cluster=cluster, driver=driver, grade_window=grade_window,
+                                     verify_timeout=verify_timeout, console=Console(stderr=True))
+        bad = next((s for s in res.steps if not s.ok), None)
+        failed += not res.ok
+        table.add_row(lp.id, "[green]valid[/]" if res.ok else "[red]INVALID[/]", f"{res.seconds:.1f}",
+                      f"{bad.name}: {bad.detail}" if bad else " -> ".join(f"{s.name} {s.seconds:.0f}s" for s in res.steps))
+    console.print(table)
+    return failed
+
+
+def register(app: typer.Typer) -> None:
+    app.command("list")(list_problems)
+    app.command("show")(show)
+    app.command("schema")(schema)
+    app.command("validate")(validate)

@@ -1,0 +1,122 @@
+"""``sregym run`` (one problem, one agent, one seed) and ``sregym cleanup`` (undo crashed runs)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated, Optional
+
+import anyio
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from sregym.cli.options import (
+    ChartsDirOpt,
+    ContextOpt,
+    GradeWindowOpt,
+    KubeconfigOpt,
+    PluginsOpt,
+    ProblemsDirOpt,
+    VerifyTimeoutOpt,
+    load_plugins,
+)
+from sregym.core.loader import load_problem_arg
+
+
+class OnOff(str, Enum):
+    on = "on"
+    off = "off"
+
+
+def run(
+    problem: Annotated[str, typer.Option("--problem", "-p", help="Problem id, or a path to a problem YAML file.")],
+    agent: Annotated[str, typer.Option(help="Agent name: noop, random, react, command, oracle, ...")] = "noop",
+    seed: Annotated[int, typer.Option(help="Run seed: the same seed gives the same timeline and noise.")] = 0,
+    noise: Annotated[OnOff, typer.Option(help="Seeded transient noise during the run.")] = OnOff.on,
+    out: Annotated[Path, typer.Option(help="Folder for the run record <run_id>.json.")] = Path("runs"),
+    budget_steps: Annotated[Optional[int], typer.Option(min=1, help="Max tool calls (default: the problem's).")]
+    = None,
+    budget_seconds: Annotated[Optional[float], typer.Option(min=1, help="Agent wall time (default: the problem's).")]
+    = None,
+    budget_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max model tokens (LLM agents).")] = None,
+    baseline_window: Annotated[float, typer.Option(help="Seconds of SLO baseline before injection.")] = 30.0,
+    grade_window: GradeWindowOpt = 60.0,
+    verify_timeout: VerifyTimeoutOpt = 90.0,
+    charts_dir: ChartsDirOpt = [],  # noqa: B006
+    problems_dir: ProblemsDirOpt = [],  # noqa: B006
+    plugins: PluginsOpt = [],  # noqa: B006
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Run one problem with one agent: prepare, baseline, inject, agent, grade, recover, record.
+
+    Exits 0 when a record was written (whatever the grade). Ctrl-C recovers the faults, then exits
+    130. If the process is killed, `sregym cleanup` undoes what it left.
+    """
+    from sregym.cluster.providers import current_cluster
+    from sregym.conductor.appdriver import app_driver
+    from sregym.conductor.checks import check_problem
+    from sregym.conductor.run import run_problem
+
+    load_plugins(plugins)
+    lp = load_problem_arg(problem, problems_dir)
+    check_problem(lp, noise=noise is OnOff.on)
+    cluster = current_cluster(kubeconfig, context)
+    console = Console(stderr=True)
+    record = anyio.run(lambda: run_problem(
+        lp.problem, agent=agent, seed=seed, noise=noise is OnOff.on, out_dir=out, cluster=cluster,
+        budget_steps=budget_steps, budget_seconds=budget_seconds, budget_tokens=budget_tokens, console=console,
+        driver=app_driver(charts_dir), baseline_window=baseline_window, grade_window=grade_window,
+        verify_timeout=verify_timeout, plugin_dirs=plugins))
+    mit, diag = record.grades.mitigation, record.grades.diagnosis
+    console.print(f"run {record.run_id}: mitigation "
+                  f"{'[green]passed[/]' if mit and mit.passed else '[red]failed[/]'}, diagnosis "
+                  f"{('[green]passed[/]' if diag.passed else '[red]failed[/]') if diag and diag.judged else 'not judged'}"
+                  f", {record.trajectory.steps} steps, TTM {record.ttm_s}s")
+    typer.echo(str(out / f"{record.run_id}.json"))
+
+
+def cleanup(
+    force: Annotated[bool, typer.Option(help="Also clean runs whose process still seems alive.")] = False,
+    plugins: PluginsOpt = [],  # noqa: B006
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Undo faults and noise left by crashed or killed runs (from their journals), newest first,
+    and delete the objects those runs labelled. Safe to run any time; does nothing if all is clean."""
+    from sregym.cluster.kube import Kube
+    from sregym.conductor.cleanup import cleanup_all
+    from sregym.core.errors import FaultError
+
+    load_plugins(plugins)
+    console = Console(stderr=True)
+
+    def kube_for(header):  # noqa: ANN001, ANN202 - the kubeconfig the run itself used, unless overridden
+        if kubeconfig or context or header is None or not header.kubeconfig:
+            from sregym.cluster.providers import current_cluster
+
+            return current_cluster(kubeconfig, context).kube
+        return Kube(Path(header.kubeconfig), header.context)
+
+    results = cleanup_all(kube_for, force=force)
+    if not results:
+        console.print("nothing to clean: no open journal")
+        return
+    failed = 0
+    for r in results:
+        if r.skipped:
+            console.print(f"[yellow]skipped[/] {r.run_id}: {escape(r.skipped)}")
+        elif r.errors:
+            failed += 1
+            console.print(f"[red]incomplete[/] {r.run_id}: recovered {len(r.recovered)}; "
+                          + escape("; ".join(r.errors)))
+        else:
+            console.print(f"[green]clean[/] {r.run_id}: recovered {', '.join(r.recovered) or 'nothing open'}")
+    if failed:
+        raise FaultError(f"{failed} run(s) could not be fully cleaned", hint="fix the cause above and run cleanup again")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("run")(run)
+    app.command("cleanup")(cleanup)

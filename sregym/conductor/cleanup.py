@@ -1,0 +1,92 @@
+"""``sregym cleanup``: undo whatever crashed or killed runs left behind, from their journals.
+
+For each run whose journal is not closed, the open intents are rebuilt into injectors (registry
+lookup + journaled params, target, mechanism and planned state) and recovered newest first.
+``recover`` is idempotent, so an intent whose inject never ran, or ran halfway, is safe to undo.
+Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
+namespace is deleted, and the journal is closed.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sregym.conductor.faultplane import build_injector
+from sregym.conductor.journal import Journal, RunHeader, RunJournal, open_journals
+from sregym.core.constants import RUN_LABEL
+from sregym.core.registry import import_path
+
+# Kinds an injector may create; deleted by run label. Namespaced only (cluster objects are not
+# created by injectors).
+LABELLED_KINDS = ("deployments,daemonsets,statefulsets,jobs,pods,configmaps,secrets,services,networkpolicies,"
+                  "serviceaccounts,roles,rolebindings,resourcequotas,limitranges,persistentvolumeclaims")
+
+
+@dataclass
+class RunCleanup:
+    run_id: str
+    recovered: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    skipped: str | None = None
+    closed: bool = False
+
+
+def _process_alive(pid: int) -> bool:
+    """Whether the run's own process still lives (then cleanup must not race it)."""
+    if pid == os.getpid():
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"sregym" in cmdline
+
+
+def delete_labelled(kube: Any, run_id: str, namespaces: set[str]) -> None:
+    """Delete every namespaced object labelled with this run, in each namespace."""
+    for ns in sorted(namespaces):
+        kube.kubectl("delete", LABELLED_KINDS, "-n", ns, "-l", f"{RUN_LABEL}={run_id}",
+                     "--ignore-not-found", "--wait=false", check=False)
+
+
+def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, force: bool = False) -> RunCleanup:
+    """Recover one run's open intents newest first; close its journal when nothing is left."""
+    result = RunCleanup(rj.run_id)
+    if rj.header and not force and _process_alive(rj.header.pid):
+        result.skipped = f"its process {rj.header.pid} is still running (stop it first, or pass --force)"
+        return result
+    journal = Journal(rj.run_id, directory or rj.path.parent)
+    for folder in rj.header.plugins if rj.header else []:
+        if Path(folder).is_dir():  # the run's own plug-in injectors, so they can be rebuilt
+            import_path(Path(folder))
+    for intent in reversed(rj.open_intents):
+        try:
+            inj = build_injector(intent, kube)
+            inj.recover(intent.state)
+        except Exception as e:  # noqa: BLE001 - report and keep undoing the rest
+            result.errors.append(f"{intent.key} ({intent.injector}): {e}")
+            journal.recover_failed(intent.key, str(e))
+            continue
+        journal.recovered(intent.key)
+        result.recovered.append(intent.key)
+    if kube is not None:
+        namespaces = {i.hidden_namespace for i in rj.intents} | {i.app_namespace for i in rj.intents}
+        try:
+            delete_labelled(kube, rj.run_id, namespaces)
+        except Exception as e:  # noqa: BLE001
+            result.errors.append(f"deleting objects labelled {RUN_LABEL}={rj.run_id}: {e}")
+    if not result.errors:
+        journal.close()
+        result.closed = True
+    return result
+
+
+def cleanup_all(kube_for: Callable[[RunHeader | None], Any], *, directory: Path | None = None,
+                force: bool = False) -> list[RunCleanup]:
+    """Clean every open journal, newest run first (a later run may have built on an earlier one)."""
+    return [cleanup_run(rj, kube_for(rj.header), directory=directory, force=force)
+            for rj in reversed(open_journals(directory))]

@@ -1,0 +1,59 @@
+"""Grade a run: the diagnosis oracle on the submitted text, then the mitigation oracles on the
+live system over a window, compared with the baseline. An oracle that crashes fails its check
+with the error as evidence; a missing judge leaves the diagnosis ``judged: false``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import anyio.to_thread
+
+from sregym.cluster.handle import ClusterHandle
+from sregym.conductor.appdriver import DeployedApp
+from sregym.core.problem import Problem
+from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
+from sregym.core.trajectory import Trajectory
+from sregym.oracles import MITIGATION_ORACLES, MitigationContext
+
+
+def _check_one(ref_name: str, raw: dict[str, Any], ctx: MitigationContext) -> CheckResult:
+    try:
+        cls = MITIGATION_ORACLES.get(ref_name)
+        return cls(cls.parse_params(raw), ctx).check()
+    except Exception as e:  # noqa: BLE001 - an oracle error is a failed check, with evidence
+        return CheckResult(name=ref_name, passed=False, message=f"oracle error: {e}", evidence={"error": str(e)})
+
+
+async def grade_mitigation(problem: Problem, app: DeployedApp, cluster: ClusterHandle, baseline: dict[str, Any],
+                           window_s: float) -> MitigationGrade:
+    """Run every mitigation oracle concurrently (each watches its own window); all must pass."""
+    ctx = MitigationContext(kube=cluster.kube, namespace=app.namespace, prometheus_url=app.prometheus_url,
+                            baseline=baseline, app=app.info, window_seconds=window_s)
+    results: list[CheckResult | None] = [None] * len(problem.oracles.mitigation)
+
+    async def one(i: int) -> None:
+        ref = problem.oracles.mitigation[i]
+        results[i] = await anyio.to_thread.run_sync(_check_one, ref.name, ref.params, ctx)
+
+    async with anyio.create_task_group() as tg:
+        for i in range(len(results)):
+            tg.start_soon(one, i)
+    checks = [r for r in results if r is not None]
+    return MitigationGrade(passed=bool(checks) and all(c.passed for c in checks), checks=checks)
+
+
+def _grade_diagnosis(problem: Problem, trajectory: Trajectory) -> DiagnosisGrade:
+    name = problem.oracles.diagnosis.name
+    try:
+        from sregym.oracles.diagnosis import grade_diagnosis
+    except ImportError as e:
+        return DiagnosisGrade(oracle=name, judged=False, errors=[f"no diagnosis oracle is available: {e}"])
+    try:
+        return grade_diagnosis(problem.oracles.diagnosis, problem.ground_truth, trajectory.submission("diagnosis"))
+    except Exception as e:  # noqa: BLE001 - the judge failing must not lose the run
+        return DiagnosisGrade(oracle=name, judged=False, errors=[f"{type(e).__name__}: {e}"])
+
+
+async def grade_diagnosis(problem: Problem, trajectory: Trajectory) -> DiagnosisGrade:
+    return await anyio.to_thread.run_sync(_grade_diagnosis, problem, trajectory)

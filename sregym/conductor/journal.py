@@ -1,0 +1,161 @@
+"""The journal: an append-only, fsync'd JSONL file per run, written before each change.
+
+For each fault or noise action the conductor appends ``intent`` (everything ``recover`` needs:
+injector name, parameters, target, mechanism, the state ``Injector.plan()`` returned, namespaces,
+kubeconfig) *before* ``inject()``, then ``applied``, then ``recovered``. A run that dies at any
+point leaves a file whose open entries (an intent without a ``recovered``) tell ``sregym cleanup``
+exactly what to undo. Files live in ``$SREGYM_STATE/journal`` (default ``/var/lib/sregym/journal``).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from sregym.core.errors import PrerequisiteError
+
+Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "closed"]
+
+
+def journal_dir() -> Path:
+    return Path(os.environ.get("SREGYM_STATE", "/var/lib/sregym")) / "journal"
+
+
+class Intent(BaseModel):
+    """What is about to change, with all that is needed to undo it in another process."""
+
+    key: str = Field(..., description="unique inside the run: fault id, or noise event name")
+    kind: Literal["fault", "noise"]
+    injector: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    target: dict[str, Any] = Field(default_factory=dict)
+    mechanism: str
+    state: dict[str, Any] = Field(default_factory=dict)
+    app_namespace: str
+    hidden_namespace: str
+    seed: int = 0
+    extras: dict[str, Any] = Field(default_factory=dict, description="JSON-safe FaultContext extras")
+
+
+class RunHeader(BaseModel):
+    run_id: str
+    problem_id: str
+    kubeconfig: str | None = None
+    context: str | None = None
+    plugins: list[str] = Field(default_factory=list, description="--plugins folders cleanup must import")
+    pid: int = Field(default_factory=os.getpid)
+
+
+class Entry(BaseModel):
+    op: Op
+    run_id: str
+    t: float = Field(default_factory=time.time)
+    key: str | None = None
+    intent: Intent | None = None
+    header: RunHeader | None = None
+    error: str | None = None
+
+
+class Journal:
+    """Appends entries for one run; every line is flushed and fsync'd before the call returns."""
+
+    def __init__(self, run_id: str, directory: Path | None = None):
+        self.run_id = run_id
+        self.dir = directory or journal_dir()
+        self.path = self.dir / f"{run_id}.jsonl"
+
+    def _append(self, entry: Entry) -> None:
+        try:
+            new = not self.path.exists()
+            self.dir.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(entry.model_dump_json(exclude_none=True) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            if new:  # make the new file's directory entry durable too
+                fd = os.open(self.dir, os.O_RDONLY)
+                try:
+                    os.fsync(fd)
+                finally:
+                    os.close(fd)
+        except OSError as e:
+            raise PrerequisiteError(f"cannot write the journal {self.path}: {e}",
+                                    hint="set SREGYM_STATE to a writable folder") from None
+
+    def start(self, header: RunHeader) -> None:
+        self._append(Entry(op="run", run_id=self.run_id, header=header))
+
+    def intent(self, intent: Intent) -> None:
+        self._append(Entry(op="intent", run_id=self.run_id, key=intent.key, intent=intent))
+
+    def applied(self, key: str) -> None:
+        self._append(Entry(op="applied", run_id=self.run_id, key=key))
+
+    def recovered(self, key: str) -> None:
+        self._append(Entry(op="recovered", run_id=self.run_id, key=key))
+
+    def recover_failed(self, key: str, error: str) -> None:
+        self._append(Entry(op="recover_failed", run_id=self.run_id, key=key, error=error))
+
+    def close(self) -> None:
+        """Mark the run clean and move its file to ``closed/`` so cleanup no longer scans it."""
+        self._append(Entry(op="closed", run_id=self.run_id))
+        archive = self.dir / "closed"
+        archive.mkdir(exist_ok=True)
+        self.path.replace(archive / self.path.name)
+        self.path = archive / self.path.name
+
+
+@dataclass
+class RunJournal:
+    """One journal file read back: its header and the intents still open, in the order written."""
+
+    path: Path
+    run_id: str
+    header: RunHeader | None = None
+    intents: list[Intent] = field(default_factory=list)
+    recovered: set[str] = field(default_factory=set)
+    closed: bool = False
+    corrupt_lines: int = 0
+
+    @property
+    def open_intents(self) -> list[Intent]:
+        return [i for i in self.intents if i.key not in self.recovered]
+
+
+def read_journal(path: Path) -> RunJournal:
+    """Parse a journal; a torn last line (the process died mid-write) is counted, not fatal."""
+    rj = RunJournal(path=path, run_id=path.stem)
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            e = Entry.model_validate_json(line)
+        except ValueError:
+            rj.corrupt_lines += 1
+            continue
+        if e.op == "run":
+            rj.header = e.header
+        elif e.op == "intent" and e.intent is not None:
+            # A re-planned key (retry) replaces the earlier intent and reopens it.
+            rj.intents = [i for i in rj.intents if i.key != e.intent.key] + [e.intent]
+            rj.recovered.discard(e.intent.key)
+        elif e.op == "recovered" and e.key:
+            rj.recovered.add(e.key)
+        elif e.op == "closed":
+            rj.closed = True
+    return rj
+
+
+def open_journals(directory: Path | None = None) -> list[RunJournal]:
+    """Journals of runs not closed yet, oldest first."""
+    d = directory or journal_dir()
+    if not d.is_dir():
+        return []
+    found = [read_journal(p) for p in sorted(d.glob("*.jsonl"), key=lambda p: p.stat().st_mtime)]
+    return [rj for rj in found if not rj.closed]

@@ -1,0 +1,77 @@
+"""Resolve a problem's timeline: when each fault and noise event starts and stops.
+
+Pure and seeded: the same problem, seed and noise setting give the same list of events on any
+host. Offsets are seconds after the injection phase starts. A fault without ``duration`` has no
+stop event: it stays until the recover phase. Noise events are drawn per window from the noise
+policy with a private RNG derived from the run seed, and always stop after ``duration_seconds``.
+"""
+
+from __future__ import annotations
+
+import math
+
+from sregym.conductor.checks import noise_injector_name
+from sregym.core.problem import Problem
+from sregym.core.record import TimelineEvent
+from sregym.core.seeds import rng
+
+
+def noise_event_name(noise_type: str, index: int) -> str:
+    """Noise events are named ``<type>#<n>`` so a start and its stop pair up in the record."""
+    return f"{noise_type}#{index}"
+
+
+def fault_events(problem: Problem) -> list[TimelineEvent]:
+    events = []
+    for f in problem.faults:
+        target = f.target.describe()
+        events.append(TimelineEvent(at=f.at, action="start", kind="fault", name=f.id, injector=f.injector,
+                                    target=target))
+        if f.duration is not None:
+            events.append(TimelineEvent(at=f.at + f.duration, action="stop", kind="fault", name=f.id,
+                                        injector=f.injector, target=target))
+    return events
+
+
+def noise_events(problem: Problem, seed: int, horizon: float) -> list[TimelineEvent]:
+    """Noise over ``[0, horizon)``: ``per_window`` events in each window, at seeded offsets."""
+    policy = problem.noise
+    if policy.per_window == 0 or not policy.types or horizon <= 0:
+        return []
+    r = rng(seed, "noise", problem.id)
+    events: list[TimelineEvent] = []
+    n = 0
+    for w in range(math.ceil(horizon / policy.window_seconds)):
+        window_start = w * policy.window_seconds
+        latest = max(0.0, min(policy.window_seconds, horizon - window_start) - 1.0)
+        for _ in range(policy.per_window):
+            noise_type = r.choice(policy.types)
+            at = round(window_start + r.uniform(0, latest), 3)
+            name = noise_event_name(noise_type, n)
+            injector = noise_injector_name(noise_type)
+            events.append(TimelineEvent(at=at, action="start", kind="noise", name=name, injector=injector))
+            events.append(TimelineEvent(at=round(at + policy.duration_seconds, 3), action="stop", kind="noise",
+                                        name=name, injector=injector))
+            n += 1
+    return events
+
+
+def horizon_for(problem: Problem, agent_seconds: float | None = None) -> float:
+    """How long noise may run: until the last fault starts, plus the agent's wall-time budget."""
+    last_start = max((f.at for f in problem.faults), default=0.0)
+    return last_start + (agent_seconds if agent_seconds is not None else problem.budgets.seconds)
+
+
+def resolve_timeline(problem: Problem, seed: int, noise: bool, *, agent_seconds: float | None = None
+                     ) -> list[TimelineEvent]:
+    """Every start and stop, sorted by time (faults before noise at the same instant; stops first)."""
+    events = fault_events(problem)
+    if noise:
+        events += noise_events(problem, seed, horizon_for(problem, agent_seconds))
+    order = {("stop", "noise"): 0, ("stop", "fault"): 1, ("start", "fault"): 2, ("start", "noise"): 3}
+    return sorted(events, key=lambda e: (e.at, order[(e.action, e.kind)]))
+
+
+def incident_onset(events: list[TimelineEvent]) -> float:
+    """When the last fault has started: the agent is paged after that (metastable triggers included)."""
+    return max((e.at for e in events if e.kind == "fault" and e.action == "start"), default=0.0)

@@ -1,0 +1,123 @@
+"""``sregym validate``: prove a problem on the live cluster.
+
+Healthy baseline -> inject (the whole fault timeline, no noise) -> every fault verified ->
+mitigation oracle FAILS -> recover -> mitigation oracle PASSES -> app healthy again. Each step is
+timed; the first step that does not hold ends the problem's validation (after recovering).
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from dataclasses import dataclass, field
+
+import anyio
+import anyio.to_thread
+from rich.console import Console
+
+from sregym.cluster.handle import ClusterHandle
+from sregym.conductor.appdriver import AppDriver, app_driver
+from sregym.conductor.faultplane import FaultPlane
+from sregym.conductor.grading import grade_mitigation
+from sregym.conductor.journal import Journal, RunHeader
+from sregym.conductor.progress import Phases
+from sregym.conductor.run import ensure_hidden_namespace
+from sregym.conductor.scheduler import TimelinePlayer
+from sregym.conductor.timeline import resolve_timeline
+from sregym.core.problem import Problem
+
+
+@dataclass
+class Step:
+    name: str
+    ok: bool
+    detail: str
+    seconds: float
+
+
+@dataclass
+class ProblemValidation:
+    problem_id: str
+    steps: list[Step] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.steps) and all(s.ok for s in self.steps)
+
+    @property
+    def seconds(self) -> float:
+        return round(sum(s.seconds for s in self.steps), 1)
+
+
+class _Failed(Exception):
+    pass
+
+
+async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: AppDriver | None = None,
+                           grade_window: float = 30.0, verify_timeout: float = 90.0,
+                           console: Console | None = None) -> ProblemValidation:
+    driver = driver or app_driver()
+    result = ProblemValidation(problem.id)
+    phases = Phases(console, label=problem.id)
+    run_id = "v" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
+    journal = Journal(run_id)
+    plane: FaultPlane | None = None
+
+    async def step(name: str, fn, expect: bool = True) -> None:  # noqa: ANN001
+        start = time.monotonic()
+        with phases.phase(name):
+            try:
+                ok, detail = await fn()
+            except Exception as e:  # noqa: BLE001 - a failed step is reported, not raised
+                ok, detail = False, f"{type(e).__name__}: {e}"
+        result.steps.append(Step(name, ok == expect, detail, round(time.monotonic() - start, 1)))
+        if ok != expect:
+            raise _Failed(name)
+
+    async def healthy(timeout: float = 0.0):  # noqa: ANN202
+        deadline = time.monotonic() + timeout
+        while True:
+            ok, detail = await anyio.to_thread.run_sync(driver.health, app, cluster)
+            if ok or time.monotonic() >= deadline:
+                return ok, detail
+            await anyio.sleep(3)
+
+    async def healthy_again():  # noqa: ANN202 - pods restarted by recovery need a moment
+        return await healthy(180.0)
+
+    async def mitigation():  # noqa: ANN202
+        grade = await grade_mitigation(problem, app, cluster, baseline, grade_window)
+        return grade.passed, "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)
+
+    async def inject():  # noqa: ANN202
+        await player.play_until(math.inf)
+        return True, ", ".join(f"{k}={m}" for k, m in plane.mechanisms().items())
+
+    async def recover():  # noqa: ANN202
+        errors = await plane.recover_all()
+        return not errors, "; ".join(errors) or "all faults recovered"
+
+    try:
+        app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
+        await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
+        await step("healthy baseline", healthy)
+        baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, grade_window)
+        journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
+                                context=cluster.context))
+        plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id,
+                           run_seed=0)
+        player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False),
+                                verify_timeout=verify_timeout, note=phases.note)
+        await step("inject and verify", inject)
+        await step("mitigation oracle fails while faulty", mitigation, expect=False)
+        await step("recover", recover)
+        await step("mitigation oracle passes after recovery", mitigation)
+        await step("app healthy again", healthy_again)
+    except _Failed:
+        pass
+    finally:
+        with anyio.CancelScope(shield=True):
+            if plane is not None and not await plane.recover_all():
+                journal.close()
+    return result

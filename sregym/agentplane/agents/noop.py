@@ -1,0 +1,15 @@
+"""``noop``: submits at once. The floor every other agent must beat."""
+
+from __future__ import annotations
+
+from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask, connect, submit
+
+
+@AGENTS.register("noop")
+class NoopAgent(Agent):
+    """Submits "no diagnosis" and declares mitigation done without looking at anything."""
+
+    async def run(self, task: AgentTask) -> AgentResult:
+        async with connect(task) as client:
+            await submit(client, "no diagnosis")
+        return AgentResult(stop_reason="submitted")

@@ -1,0 +1,369 @@
+"""The MCP server the agent talks to: kubectl, metrics, logs, traces, and the two submissions.
+
+It is started as its own process (``python -m sregym.agentplane.server``) with nothing but the
+agent's kubeconfig, the observability URLs, the namespace, the budgets and a callback URL, in a
+scrubbed environment. It cannot import problem specs, ground truth, oracles or injectors (an
+import-linter contract enforces it), so nothing the agent can reach through it names the fault.
+
+Every call passes through :meth:`AgentToolServer.call_tool`, which meters the step and time budget,
+times the call, and reports it (name, arguments, duration, result size, error, invalid,
+read-only, kubectl verb) to the conductor.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Annotated, Any
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+
+from sregym.agentplane import observability as obs
+from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
+from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
+                                      ToolCallEvent, clip_arguments)
+from sregym.agentplane.kubectl_args import KubectlArgsError, parse_kubectl, truncate
+from sregym.agentplane.timeparse import TimeFormatError
+
+READY_PREFIX = "SREGYM_MCP_READY "
+MCP_PATH = "/mcp"
+
+
+class ServerSettings(BaseModel):
+    """Everything the server is allowed to know."""
+
+    kubeconfig: Path
+    namespace: str
+    prometheus_url: str | None = None
+    traces_url: str | None = None
+    logs_url: str | None = None
+    budgets: AgentBudgets = Field(default_factory=AgentBudgets)
+    output_limit: int = Field(16000, gt=100, description="characters of tool output before truncation")
+    kubectl_timeout: float = Field(60.0, gt=0)
+    kubectl: str | None = Field(None, description="kubectl binary (default: the cluster's, else PATH's)")
+
+
+class RefusedCall(ToolError):
+    """A call the server refuses (bad arguments, budget spent): counted as an invalid action."""
+
+
+def _text_result(text: str, *, error: bool = False, structured: dict[str, Any] | None = None) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error,
+                          structured_content=structured)
+
+
+def _result_size(result: Any) -> int:
+    if isinstance(result, CallToolResult):
+        return sum(len(getattr(c, "text", "") or "") for c in result.content)
+    return 0
+
+
+def _result_error(result: Any) -> str | None:
+    if isinstance(result, CallToolResult) and result.is_error:
+        return " ".join(getattr(c, "text", "") for c in result.content)[:500] or "error"
+    return None
+
+
+class AgentToolServer(MCPServer):
+    """An MCPServer whose every tool call is metered and reported."""
+
+    def __init__(self, settings: ServerSettings, sink: EventSink) -> None:
+        super().__init__(name="sre-tools", instructions=(
+            "Tools of the on-call SRE for one application namespace. Investigate with kubectl, metrics, "
+            "logs and traces; change what needs changing; then call submit_diagnosis and submit_mitigation."),
+            log_level="WARNING")
+        self.agent_settings = settings
+        self.meter = BudgetMeter(settings.budgets)
+        self.sink = sink
+        self.events_lost = 0
+
+    async def report(self, event: ToolCallEvent | SubmissionEvent) -> None:
+        try:
+            await self.sink.send(event)
+        except Exception as e:  # noqa: BLE001 - a lost log line must not fail the agent's call
+            self.events_lost += 1
+            print(f"sregym mcp: could not report {event.type}: {e}", file=sys.stderr)
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        started_wall, started = time.time(), time.monotonic()
+        verb, read_only = _classify(name, arguments)
+        refusal = self.meter.take(name) if self._tool_manager.get_tool(name) else None
+        event = ToolCallEvent(at=started_wall, tool=name, arguments=clip_arguments(arguments),
+                              read_only=read_only, verb=verb)
+        try:
+            if refusal:
+                raise RefusedCall(refusal)
+            result = await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            event.error = str(e)[:500]
+            # unknown tool, schema violation, or our own refusal: the agent's invalid action
+            event.invalid = isinstance(e, RefusedCall) or isinstance(e.__cause__, (ValidationError, RefusedCall)) \
+                or self._tool_manager.get_tool(name) is None
+            event.duration_s = time.monotonic() - started
+            await self.report(event)
+            raise
+        event.duration_s = time.monotonic() - started
+        event.result_bytes = _result_size(result)
+        event.error = _result_error(result)
+        await self.report(event)
+        return result
+
+
+def _classify(name: str, arguments: dict[str, Any]) -> tuple[str | None, bool]:
+    """(kubectl verb, read-only) of a call, for the record."""
+    if name == "kubectl":
+        try:
+            call = parse_kubectl(arguments.get("command") or [], stdin=arguments.get("stdin"))
+            return call.verb, call.read_only
+        except (KubectlArgsError, TypeError):
+            return None, True
+    return None, name not in ("submit_diagnosis", "submit_mitigation")
+
+
+def _scrubbed_kubectl_env(home: str) -> dict[str, str]:
+    # No KUBECONFIG from outside and an empty HOME: kubectl can only find the agent's kubeconfig.
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home, "LANG": "C.UTF-8"}
+
+
+def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
+    """The MCP server with the tools that the settings make available."""
+    from sregym.cluster.kube import kubectl_path
+
+    server = AgentToolServer(settings, sink)
+    kubectl_exe = settings.kubectl or kubectl_path()
+    kubeconfig = str(settings.kubeconfig.resolve())
+    workdir = tempfile.mkdtemp(prefix="sre-tools-")  # kubectl's cwd and HOME: nothing to read there
+    limit = settings.output_limit
+
+    @server.tool(annotations=ToolAnnotations(title="kubectl", read_only_hint=False, destructive_hint=True,
+                                             idempotent_hint=False, open_world_hint=False))
+    async def kubectl(
+        command: Annotated[list[str] | str, Field(description=(
+            "kubectl arguments, as a list ([\"get\", \"pods\", \"-n\", \"NS\"]) or one string (\"get pods -n NS\"); "
+            "no shell operators"))],
+        stdin: Annotated[str | None, Field(description="text piped to kubectl, e.g. a manifest for `apply -f -`")] = None,
+    ) -> CallToolResult:
+        """Run kubectl with the on-call SRE's credentials. Read verbs (get, describe, logs, top, events, ...)
+        and write verbs (apply, patch, scale, rollout, set, delete, ...) are allowed; watching and
+        interactive verbs are not. Long output is truncated: narrow with -l, --field-selector or -o jsonpath."""
+        try:
+            call = parse_kubectl(command, stdin=stdin)
+        except KubectlArgsError as e:
+            raise RefusedCall(str(e)) from None
+        argv = [kubectl_exe, "--kubeconfig", kubeconfig, *call.args]
+        try:
+            proc = await _run_with_timeout(argv, stdin, workdir, settings.kubectl_timeout)
+        except TimeoutError:
+            return _text_result(f"kubectl {call.verb} did not finish within {settings.kubectl_timeout:g}s and was "
+                                "stopped; narrow the request", error=True)
+        out = proc.stdout.decode(errors="replace")
+        err = proc.stderr.decode(errors="replace")
+        text = out if proc.returncode == 0 else (out + ("\n" if out and err else "") + err)
+        text, cut = truncate(text.strip() or "(no output)", limit)
+        return _text_result(text, error=proc.returncode != 0,
+                            structured={"verb": call.verb, "exit_code": proc.returncode, "output": text,
+                                        "truncated": cut})
+
+    if settings.prometheus_url:
+        prom = settings.prometheus_url
+
+        @server.tool(annotations=ToolAnnotations(title="query metrics", read_only_hint=True, open_world_hint=False))
+        async def query_metrics(
+            query: Annotated[str, Field(description="PromQL, e.g. sum by (pod) (rate(container_cpu_usage_seconds_total[5m]))")],
+            start: Annotated[str | None, Field(description="range start: now-15m, 15m (ago), unix seconds or RFC 3339; omit for an instant query")] = None,
+            end: Annotated[str | None, Field(description="range end (default now)")] = None,
+            step: Annotated[str | None, Field(description="range step, e.g. 30s (default: about 60 points)")] = None,
+        ) -> dict[str, Any]:
+            """Query Prometheus: an instant query, or a range query when start is given."""
+            return await _blocking(obs.query_metrics, prom, query, start, end, step)
+
+    if settings.traces_url:
+        traces_url = settings.traces_url
+
+        @server.tool(annotations=ToolAnnotations(title="query traces", read_only_hint=True, open_world_hint=False))
+        async def query_traces(
+            service: Annotated[str, Field(description="service name as it reports traces")],
+            operation: Annotated[str | None, Field(description="operation (span) name")] = None,
+            start: Annotated[str | None, Field(description="now-15m, 15m (ago), unix seconds or RFC 3339 (default 15m ago)")] = None,
+            end: Annotated[str | None, Field(description="default now")] = None,
+            errors_only: Annotated[bool, Field(description="only traces with an error span")] = False,
+            limit: Annotated[int, Field(ge=1, le=obs.MAX_TRACES)] = 10,
+        ) -> dict[str, Any]:
+            """Recent traces of a service, one summary per trace (root span, duration, services, error spans)."""
+            return await _blocking(obs.query_traces, traces_url, service, operation, start, end, errors_only, limit)
+
+    @server.tool(annotations=ToolAnnotations(title="query logs", read_only_hint=True, open_world_hint=False))
+    async def query_logs(
+        namespace: Annotated[str, Field(description="namespace of the pods")],
+        pod: Annotated[str | None, Field(description="pod name or name prefix (e.g. a deployment name)")] = None,
+        container: Annotated[str | None, Field(description="container name")] = None,
+        since: Annotated[str | None, Field(description="now-15m, 15m (ago), unix seconds or RFC 3339 (default 1h ago)")] = None,
+        until: Annotated[str | None, Field(description="default now")] = None,
+        text: Annotated[str | None, Field(description="keep lines containing this text (case-insensitive)")] = None,
+        limit: Annotated[int, Field(ge=1, le=obs.MAX_LOG_LINES)] = 200,
+    ) -> dict[str, Any]:
+        """Log lines of pods in a namespace, newest first, filtered by pod, container, time and text."""
+        if settings.logs_url:
+            return await _blocking(obs.query_loki, settings.logs_url, namespace, pod, container, since, until, text, limit)
+        return await _blocking(obs.query_kube_logs, kubeconfig, namespace, pod, container, since,
+                               until, text, limit)
+
+    @server.tool(annotations=ToolAnnotations(title="submit diagnosis", read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=False, open_world_hint=False))
+    async def submit_diagnosis(
+        text: Annotated[str, Field(min_length=1, description="what is wrong and why, in an SRE's words")],
+        component: Annotated[str | None, Field(description="the faulty component")] = None,
+        mechanism: Annotated[str | None, Field(description="how it fails")] = None,
+        details: Annotated[str | None, Field(description="concrete evidence: values, names, messages")] = None,
+    ) -> str:
+        """Submit your diagnosis of the incident (the last one submitted counts)."""
+        fields = {k: v for k, v in (("component", component), ("mechanism", mechanism), ("details", details)) if v}
+        await _submit(server, SubmissionEvent(at=time.time(), kind="diagnosis", text=text, fields=fields))
+        return "diagnosis recorded"
+
+    @server.tool(annotations=ToolAnnotations(title="submit mitigation", read_only_hint=False, destructive_hint=False,
+                                             idempotent_hint=True, open_world_hint=False))
+    async def submit_mitigation() -> str:
+        """Declare that mitigation is done. This ends your work on the incident; the system is then checked."""
+        await _submit(server, SubmissionEvent(at=time.time(), kind="mitigation"))
+        return "mitigation recorded; the episode ends now"
+
+    return server
+
+
+async def _submit(server: AgentToolServer, event: SubmissionEvent) -> None:
+    try:
+        await server.sink.send(event)
+    except Exception as e:  # noqa: BLE001 - the agent must learn its submission was not taken
+        raise ToolError(f"the submission could not be recorded ({e}); try again") from None
+
+
+async def _blocking(fn: Any, *args: Any) -> dict[str, Any]:
+    try:
+        return await anyio.to_thread.run_sync(fn, *args)
+    except (obs.QueryError, TimeFormatError) as e:
+        raise ToolError(str(e)) from None
+
+
+class _Finished:
+    def __init__(self, returncode: int, stdout: bytes, stderr: bytes) -> None:
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+async def _run_with_timeout(argv: list[str], stdin: str | None, cwd: str, timeout: float) -> _Finished:
+    """Run kubectl; on timeout kill it by PID (its own process only) and raise TimeoutError."""
+    proc = await anyio.open_process(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
+                                    env=_scrubbed_kubectl_env(cwd))
+    out, err = bytearray(), bytearray()
+
+    async def drain(stream: Any, buf: bytearray) -> None:
+        async for chunk in stream:
+            buf.extend(chunk)
+
+    try:
+        with anyio.fail_after(timeout):
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(drain, proc.stdout, out)
+                tg.start_soon(drain, proc.stderr, err)
+                if stdin is not None and proc.stdin is not None:
+                    await proc.stdin.send(stdin.encode())
+                    await proc.stdin.aclose()
+            await proc.wait()
+    except TimeoutError:
+        proc.kill()
+        with anyio.CancelScope(shield=True):
+            await proc.wait()
+        raise
+    return _Finished(proc.returncode or 0, bytes(out), bytes(err))
+
+
+def listen(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
+    """A listening socket for the HTTP transport (port 0: a free port)."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+async def serve_http(server: AgentToolServer, sock: socket.socket) -> None:
+    """Serve Streamable HTTP on an already listening socket until cancelled."""
+    import uvicorn
+
+    app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=sock.getsockname()[0])
+    config = uvicorn.Config(app, log_level="warning", lifespan="on")
+    await uvicorn.Server(config).serve(sockets=[sock])
+
+
+def settings_from_args(args: argparse.Namespace) -> ServerSettings:
+    return ServerSettings(
+        kubeconfig=Path(args.kubeconfig), namespace=args.namespace, prometheus_url=args.prometheus_url or None,
+        traces_url=args.traces_url or None, logs_url=args.logs_url or None,
+        budgets=AgentBudgets(steps=args.steps, seconds=args.seconds),
+        output_limit=args.output_limit, kubectl_timeout=args.kubectl_timeout, kubectl=args.kubectl)
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m sregym.agentplane.server", description=__doc__.splitlines()[0])
+    p.add_argument("--kubeconfig", required=True)
+    p.add_argument("--namespace", required=True)
+    p.add_argument("--prometheus-url")
+    p.add_argument("--traces-url")
+    p.add_argument("--logs-url")
+    p.add_argument("--steps", type=int, default=AgentBudgets().steps)
+    p.add_argument("--seconds", type=float, default=AgentBudgets().seconds)
+    p.add_argument("--output-limit", type=int, default=16000)
+    p.add_argument("--kubectl-timeout", type=float, default=60.0)
+    p.add_argument("--kubectl", help="kubectl binary (default: the cluster's build, else PATH's)")
+    p.add_argument("--callback-url", help=f"conductor receiver; its token is read from ${CALLBACK_TOKEN_ENV}")
+    p.add_argument("--events-file", help="without --callback-url: append events here (default: stderr)")
+    p.add_argument("--transport", choices=("http", "stdio"), default="http")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=0)
+    return p
+
+
+def make_sink(callback_url: str | None, events_file: str | None) -> EventSink:
+    if callback_url:
+        return CallbackSink(callback_url, os.environ.get(CALLBACK_TOKEN_ENV))
+    return JsonLinesSink(Path(events_file) if events_file else None)
+
+
+def run(settings: ServerSettings, *, transport: str = "http", host: str = "127.0.0.1", port: int = 0,
+        callback_url: str | None = None, events_file: str | None = None, on_ready=None) -> None:
+    """Run the server until interrupted. For HTTP, ``on_ready(url)`` is called once it listens."""
+    if not settings.kubeconfig.is_file():
+        raise SystemExit(f"agent kubeconfig {settings.kubeconfig} does not exist")
+    server = build_server(settings, make_sink(callback_url, events_file))
+    if transport == "stdio":
+        anyio.run(server.run_stdio_async)
+        return
+    sock = listen(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    url = f"http://{bound_host}:{bound_port}{MCP_PATH}"
+    (on_ready or (lambda u: print(READY_PREFIX + u, flush=True)))(url)
+    anyio.run(serve_http, server, sock)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = argument_parser().parse_args(argv)
+    try:
+        run(settings_from_args(args), transport=args.transport, host=args.host, port=args.port,
+            callback_url=args.callback_url, events_file=args.events_file)
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()

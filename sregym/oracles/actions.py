@@ -171,6 +171,8 @@ def write_targets(call: ToolCall) -> list[str]:
 def is_write(call: ToolCall) -> bool:
     v = verb(call)
     if "kubectl" in call.tool.lower() or call.verb:
+        if v == "rollout" and any(w in ("status", "history") for w in argv(call)):
+            return False
         return v in WRITE_VERBS
     # submitting a diagnosis or "mitigation done" changes nothing in the cluster
     return not call.read_only and not call.tool.lower().startswith("submit")

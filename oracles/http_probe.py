@@ -1,0 +1,154 @@
+"""``http_probe``: real requests from inside the cluster to a service URL succeed over the window.
+
+The requests come from a short-lived pod in the hidden fault-plane namespace (the agent cannot see
+it), spread evenly over the window, so a service that answers once and then fails again does not
+pass. The pod is deleted afterwards whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from typing import Any
+
+from kubernetes import client
+from pydantic import Field
+
+from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
+from sregym.core.errors import ClusterError
+from sregym.core.record import CheckResult
+from sregym.oracles.api import MitigationOracle, mitigation_oracle
+from sregym.oracles.window import Sample, WindowParams, window_of, window_result
+
+PROBE_IMAGE = "sregym/base:bookworm"
+
+# Runs in the probe pod: N requests spread over the window, one JSON line each.
+PROBE_SCRIPT = r"""
+import json, sys, time, urllib.error, urllib.request
+url, n, window, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+start = time.time()
+for i in range(n):
+    time.sleep(max(0.0, start + window * i / max(1, n - 1) - time.time()))
+    t0 = time.time()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            r.read(65536)
+            code, err = r.status, None
+    except urllib.error.HTTPError as e:
+        code, err = e.code, None
+    except Exception as e:
+        code, err = None, f"{type(e).__name__}: {e}"
+    print(json.dumps({"t": round(t0 - start, 2), "status": code, "error": err,
+                      "latency_s": round(time.time() - t0, 3)}), flush=True)
+"""
+
+
+class HttpProbeParams(WindowParams):
+    url: str = Field(..., pattern=r"^https?://", description="e.g. http://frontend.hotel.svc:5000/health")
+    requests: int = Field(10, ge=1, le=1000, description="spread evenly over the window")
+    expect_status: list[int] = Field(default_factory=list, description="default: any 2xx or 3xx")
+    max_latency_seconds: float | None = Field(None, gt=0)
+    timeout_seconds: float = Field(5.0, gt=0)
+    image: str = PROBE_IMAGE
+
+
+def probe_pod(name: str, namespace: str, p: HttpProbeParams, window_s: float) -> dict[str, Any]:
+    """A pod that runs PROBE_SCRIPT once; neutral name and labels."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {OWNER_LABEL: OWNER_VALUE}},
+        "spec": {
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "terminationGracePeriodSeconds": 0,
+            "activeDeadlineSeconds": int(window_s + p.requests * p.timeout_seconds + 300),
+            "containers": [{
+                "name": "check", "image": p.image, "imagePullPolicy": "IfNotPresent",
+                "command": ["python3", "-c", PROBE_SCRIPT, p.url, str(p.requests), str(window_s),
+                            str(p.timeout_seconds)],
+                "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
+            }],
+        },
+    }
+
+
+def judge_line(line: dict[str, Any], p: HttpProbeParams) -> Sample:
+    status = line.get("status")
+    ok = status in p.expect_status if p.expect_status else (status is not None and 200 <= status < 400)
+    reason = line.get("error") or (f"HTTP {status}" if not ok else "")
+    if ok and p.max_latency_seconds is not None and line.get("latency_s", 0) > p.max_latency_seconds:
+        ok, reason = False, f"slow: {line['latency_s']}s"
+    detail = {"status": status, "latency_s": line.get("latency_s")} | ({"reason": reason} if reason else {})
+    return Sample(float(line.get("t", 0.0)), ok, detail)
+
+
+def ensure_namespace(core: client.CoreV1Api, name: str) -> None:
+    try:
+        core.read_namespace(name)
+    except client.ApiException as e:
+        if e.status != 404:
+            raise ClusterError(f"cannot read namespace {name}: {e.reason}") from None
+        body = {"metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE}}}
+        try:
+            core.create_namespace(body)
+        except client.ApiException as e2:
+            if e2.status != 409:
+                raise ClusterError(f"cannot create namespace {name}: {e2.reason}") from None
+
+
+@mitigation_oracle("http_probe")
+class HttpProbe(MitigationOracle):
+    """``requests`` HTTP requests to ``url`` over the window, from a pod inside the cluster."""
+
+    Params = HttpProbeParams
+
+    def check(self) -> CheckResult:
+        p = self.params
+        window_s = window_of(p, self.ctx.window_seconds)
+        ns = self.ctx.extras.get("hidden_namespace", HIDDEN_NAMESPACE)
+        core = self.ctx.kube.core
+        name = f"check-{secrets.token_hex(4)}"
+        ensure_namespace(core, ns)
+        core.create_namespaced_pod(ns, probe_pod(name, ns, p, window_s))
+        try:
+            phase, logs = self._wait(core, name, ns, window_s + p.requests * p.timeout_seconds + 180)
+        finally:
+            try:
+                core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
+            except client.ApiException:
+                pass  # already gone
+        samples = []
+        for raw in logs.splitlines():
+            try:
+                samples.append(judge_line(json.loads(raw), p))
+            except (json.JSONDecodeError, AttributeError):
+                continue
+        evidence = {"url": p.url, "probe_phase": phase, "requests": p.requests}
+        if len(samples) < p.requests:
+            evidence["missing_answers"] = p.requests - len(samples)
+            samples += [Sample(window_s, False, {"reason": f"probe pod ended ({phase}) before this request"})
+                        for _ in range(p.requests - len(samples))]
+        return window_result(self.name, samples, p.min_pass_fraction, evidence=evidence)
+
+    def _wait(self, core: client.CoreV1Api, name: str, ns: str, timeout: float) -> tuple[str, str]:
+        deadline = time.monotonic() + timeout
+        phase = "Pending"
+        while time.monotonic() < deadline:
+            pod = core.read_namespaced_pod(name, ns)
+            phase = pod.status.phase or "Pending"
+            if phase in ("Succeeded", "Failed"):
+                break
+            waiting = [cs.state.waiting.reason for cs in pod.status.container_statuses or []
+                       if cs.state and cs.state.waiting and cs.state.waiting.reason in
+                       ("ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName")]
+            if waiting:
+                raise ClusterError(f"the probe pod cannot start: {waiting[0]} for image {self.params.image}",
+                                   hint="build the base image (`sregym images build`) or set params.image")
+            time.sleep(1.0)
+        try:
+            logs = core.read_namespaced_pod_log(name, ns)
+        except client.ApiException as e:
+            logs = ""
+            phase = f"{phase} (logs unavailable: {e.reason})"
+        return phase, logs

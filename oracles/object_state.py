@@ -1,0 +1,136 @@
+"""Fault-specific state: the mutated setting is back to a working value, and stays there.
+
+``object_field``: one field of a named object (env var value, Service selector or port,
+replicas, a probe, an image) checked against working values. ``configmap_value`` and
+``secret_value`` do the same for one key of a ConfigMap or Secret; a Secret's value is compared
+by sha256 digest and never printed.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from typing import Any
+
+from pydantic import Field, model_validator
+
+from sregym.core.record import CheckResult
+from sregym.oracles.api import MitigationOracle, mitigation_oracle
+from sregym.oracles.fields import MISSING, Condition, lookup
+from sregym.oracles.live import get_json
+from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+
+
+class ObjectFieldParams(WindowParams):
+    kind: str = Field(..., description="e.g. deployment, service, statefulset, configmap")
+    name: str
+    namespace: str | None = None
+    field: str = Field(..., description="dotted path, e.g. spec.template.spec.containers[name=geo].env[name=X].value")
+    expect: Condition
+
+
+class KeyParams(WindowParams):
+    name: str
+    key: str
+    namespace: str | None = None
+
+
+class ConfigMapValueParams(KeyParams):
+    expect: Condition
+
+
+class SecretValueParams(KeyParams):
+    sha256_in: list[str] = Field(default_factory=list, description="digests of working values")
+    sha256_not_in: list[str] = Field(default_factory=list, description="digests of broken values")
+
+    @model_validator(mode="after")
+    def _some_digest(self) -> SecretValueParams:
+        if not (self.sha256_in or self.sha256_not_in):
+            raise ValueError("give sha256_in (working digests) or sha256_not_in (broken digests)")
+        return self
+
+
+def shown(value: Any) -> Any:
+    """A value as evidence: short, and ``<absent>`` when missing."""
+    if value is MISSING:
+        return "<absent>"
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 200 else text[:200] + "..."
+
+
+class _FieldOracle(MitigationOracle):
+    """Samples one value over the window and tests it."""
+
+    kind = ""
+
+    def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
+        """(value or MISSING, evidence about it)."""
+        raise NotImplementedError
+
+    def test(self, value: Any) -> tuple[bool, str]:
+        return self.params.expect.holds(value)
+
+    def check(self) -> CheckResult:
+        ns = self.params.namespace or self.ctx.namespace
+
+        def probe() -> tuple[bool, dict[str, Any]]:
+            value, evidence = self.read(ns)
+            ok, why = self.test(value)
+            return ok, evidence | ({"reason": why} if not ok else {})
+
+        samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds)
+        return window_result(self.name, samples, self.params.min_pass_fraction, evidence={"namespace": ns})
+
+
+@mitigation_oracle("object_field")
+class ObjectField(_FieldOracle):
+    """A field of a named object holds a working value for the whole window."""
+
+    Params = ObjectFieldParams
+
+    def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
+        p = self.params
+        obj = get_json(self.ctx.kube, p.kind, p.name, ns)
+        value = MISSING if obj is None else lookup(obj, p.field)
+        where = f"{p.kind}/{p.name}" + ("" if obj is not None else " (object absent)")
+        return value, {"object": where, "field": p.field, "value": shown(value)}
+
+
+@mitigation_oracle("configmap_value")
+class ConfigMapValue(_FieldOracle):
+    """A ConfigMap key holds a working value for the whole window."""
+
+    Params = ConfigMapValueParams
+
+    def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
+        obj = get_json(self.ctx.kube, "configmap", self.params.name, ns)
+        value = MISSING if obj is None else (obj.get("data") or {}).get(self.params.key, MISSING)
+        return value, {"configmap": self.params.name, "key": self.params.key, "value": shown(value)}
+
+
+def digest(value: str | bytes) -> str:
+    return hashlib.sha256(value.encode() if isinstance(value, str) else value).hexdigest()
+
+
+@mitigation_oracle("secret_value")
+class SecretValue(_FieldOracle):
+    """A Secret key's sha256 is one of the working digests (or none of the broken ones)."""
+
+    Params = SecretValueParams
+
+    def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
+        obj = get_json(self.ctx.kube, "secret", self.params.name, ns)
+        raw = None if obj is None else (obj.get("data") or {}).get(self.params.key)
+        value = MISSING if raw is None else digest(base64.b64decode(raw))
+        return value, {"secret": self.params.name, "key": self.params.key,
+                       "sha256_prefix": "<absent>" if value is MISSING else value[:12]}
+
+    def test(self, value: Any) -> tuple[bool, str]:
+        p = self.params
+        if value is MISSING:
+            return False, "absent"
+        if p.sha256_in and value not in p.sha256_in:
+            return False, "digest is not one of the working values"
+        if value in p.sha256_not_in:
+            return False, "digest equals a broken value"
+        return True, ""

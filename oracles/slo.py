@@ -1,0 +1,66 @@
+"""``slo``: the workload's client-side SLOs (success rate, p95 latency, ...) are back to the
+pre-injection baseline, within tolerances, at every sample of the window.
+
+The PromQL comes from the app descriptor (``ctx.app``, from the apps layer) unless the problem
+gives ``slos`` itself; the baseline is what the conductor measured before injecting
+(``ctx.baseline``). No data counts as a failure: a workload that stopped sending traffic does not
+meet its SLO.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from sregym.core.errors import ClusterError
+from sregym.core.record import CheckResult
+from sregym.oracles.api import MitigationOracle, mitigation_oracle
+from sregym.oracles.prometheus import baseline_value, measure, slos_from, within
+from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+
+
+class SloParams(WindowParams):
+    interval_seconds: float = Field(15.0, gt=0)
+    only: list[str] = Field(default_factory=list, description="check only these SLO names")
+    slos: list[dict[str, Any]] = Field(default_factory=list,
+                                       description="SLOs given inline ({name, query, kind, objective}); default: the app's")
+    success_rate_tolerance: float = Field(0.02, ge=0, le=1, description="allowed absolute drop below the baseline")
+    latency_factor: float = Field(1.5, ge=1, description="allowed latency as a multiple of the baseline")
+    latency_slack_seconds: float = Field(0.05, ge=0, description="added to the latency limit (noise floor)")
+    rate_window: str = Field("1m", pattern=r"^\d+[smh]$", description="replaces $window in the queries")
+    namespace: str | None = None
+
+
+@mitigation_oracle("slo")
+class SloOracle(MitigationOracle):
+    """Every SLO within tolerance of its baseline at every sample."""
+
+    Params = SloParams
+
+    def check(self) -> CheckResult:
+        p = self.params
+        ns = p.namespace or self.ctx.namespace
+        slos = slos_from(p.slos) if p.slos else slos_from(self.ctx.app)
+        if p.only:
+            slos = [s for s in slos if s.name in p.only]
+        if not slos:
+            return CheckResult(name=self.name, passed=False, message="no SLOs to check: the app descriptor defines "
+                               "none (or params.only matched none); give params.slos")
+        if not self.ctx.prometheus_url:
+            raise ClusterError("the slo oracle needs Prometheus, but the run has no prometheus_url")
+        baselines = {s.name: baseline_value(self.ctx.baseline, s.name) for s in slos}
+
+        def probe() -> tuple[bool, dict[str, Any]]:
+            values = measure(slos, self.ctx.prometheus_url, ns, p.rate_window)
+            reasons = []
+            for s in slos:
+                ok, why = within(s, values[s.name], baselines[s.name], rate_tolerance=p.success_rate_tolerance,
+                                 latency_factor=p.latency_factor, latency_slack=p.latency_slack_seconds)
+                if not ok:
+                    reasons.append(f"{s.name}: {why}")
+            return not reasons, {"values": values} | ({"reason": "; ".join(reasons)} if reasons else {})
+
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds)
+        return window_result(self.name, samples, p.min_pass_fraction,
+                             evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos}})

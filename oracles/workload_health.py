@@ -1,0 +1,113 @@
+"""``workload_health``: the app's workloads stay available over the whole window.
+
+Sampled, not once: every sample needs each selected Deployment/StatefulSet at its expected
+replicas (never below ``min_replicas``, so "scale to zero" is not healthy), no container in
+CrashLoopBackOff, and no container restart since the first sample (restart counts are compared
+per pod and container, so a pod that restarts and is Running again at the end still fails).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field
+
+from sregym.core.record import CheckResult
+from sregym.oracles.api import MitigationOracle, mitigation_oracle
+from sregym.oracles.live import list_json, pods_matching
+from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+
+_BAD_WAITING = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
+                          "CreateContainerError", "RunContainerError", "InvalidImageName"})
+
+
+class WorkloadHealthParams(WindowParams):
+    workloads: list[str] = Field(default_factory=list, description="names; empty = every Deployment and StatefulSet")
+    namespace: str | None = None
+    min_replicas: int = Field(1, ge=0, description="no selected workload may run fewer available replicas")
+    max_restarts: int = Field(0, ge=0, description="container restarts allowed during the window")
+
+
+def restart_counts(pods: list[dict]) -> dict[str, int]:
+    """``pod-uid/container`` -> restart count, for every container of every pod."""
+    out: dict[str, int] = {}
+    for p in pods:
+        for cs in p.get("status", {}).get("containerStatuses", []) or []:
+            out[f"{p['metadata']['uid']}/{cs['name']}"] = int(cs.get("restartCount", 0))
+    return out
+
+
+def pod_names(pods: list[dict]) -> dict[str, str]:
+    return {p["metadata"]["uid"]: p["metadata"]["name"] for p in pods}
+
+
+def bad_containers(pods: list[dict]) -> list[str]:
+    """``pod/container: Reason`` for containers waiting in a crash loop or failing to start."""
+    out = []
+    for p in pods:
+        for cs in p.get("status", {}).get("containerStatuses", []) or []:
+            reason = (cs.get("state", {}).get("waiting") or {}).get("reason")
+            if reason in _BAD_WAITING:
+                out.append(f"{p['metadata']['name']}/{cs['name']}: {reason}")
+    return out
+
+
+def availability(workload: dict, expected: int) -> tuple[int, int]:
+    status = workload.get("status", {})
+    ready = status.get("availableReplicas") if workload["kind"] == "Deployment" else status.get("readyReplicas")
+    return int(ready or 0), expected
+
+
+@mitigation_oracle("workload_health")
+class WorkloadHealth(MitigationOracle):
+    """Expected replicas available, no crash loops, no restarts, throughout the window."""
+
+    Params = WorkloadHealthParams
+
+    def _workloads(self, ns: str) -> list[dict]:
+        items = [dict(w, kind="Deployment") for w in list_json(self.ctx.kube, "deployments", ns)]
+        items += [dict(w, kind="StatefulSet") for w in list_json(self.ctx.kube, "statefulsets", ns)]
+        if self.params.workloads:
+            items = [w for w in items if w["metadata"]["name"] in self.params.workloads]
+        return items
+
+    def _expected(self, w: dict) -> int:
+        name = w["metadata"]["name"]
+        baseline = (self.ctx.baseline.get("replicas") or {}).get(name, 0)
+        return max(int(w.get("spec", {}).get("replicas", 1) or 0), self.params.min_replicas, int(baseline))
+
+    def check(self) -> CheckResult:
+        ns = self.params.namespace or self.ctx.namespace
+        first: dict[str, int] = {}
+        names: dict[str, str] = {}
+
+        def probe() -> tuple[bool, dict[str, Any]]:
+            workloads = self._workloads(ns)
+            problems: list[str] = []
+            missing = sorted(set(self.params.workloads) - {w["metadata"]["name"] for w in workloads})
+            problems += [f"{m}: no such workload" for m in missing]
+            if not workloads:
+                problems.append(f"no Deployment or StatefulSet in namespace {ns}")
+            pods: list[dict] = []
+            for w in workloads:
+                available, expected = availability(w, self._expected(w))
+                if available < expected:
+                    problems.append(f"{w['kind']}/{w['metadata']['name']}: {available}/{expected} available")
+                labels = w.get("spec", {}).get("selector", {}).get("matchLabels") or {}
+                if labels:
+                    pods += pods_matching(self.ctx.kube, ns, labels)
+            problems += bad_containers(pods)
+            counts = restart_counts(pods)
+            names.update(pod_names(pods))
+            if not first:
+                first.update(counts)
+            restarted = {k: counts[k] - first[k] for k in counts if k in first and counts[k] > first[k]}
+            if sum(restarted.values()) > self.params.max_restarts:
+                problems += [f"{names.get(k.split('/')[0], k)}/{k.split('/')[1]}: restarted {n}x during the window"
+                             for k, n in restarted.items()]
+            for k in counts:  # pods that appear later start their own baseline
+                first.setdefault(k, counts[k])
+            return not problems, {"reason": "; ".join(problems)[:500]} if problems else {"workloads": len(workloads)}
+
+        samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds)
+        return window_result(self.name, samples, self.params.min_pass_fraction, evidence={"namespace": ns})

@@ -1,0 +1,131 @@
+"""Client-side SLOs read from Prometheus: what they are, how to query them, how to compare them
+with the pre-injection baseline. The app descriptor (from the apps layer) owns the PromQL; this
+module only evaluates it, so any app with a workload that exports metrics works the same way."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import httpx
+
+from sregym.core.errors import ClusterError
+
+HIGHER_IS_BETTER = {"success_rate": True, "availability": True, "throughput": True,
+                    "latency": False, "error_rate": False}
+
+
+@dataclass(frozen=True)
+class Slo:
+    """One service-level objective: a PromQL expression that yields one number."""
+
+    name: str
+    query: str
+    kind: Literal["success_rate", "availability", "throughput", "latency", "error_rate"]
+    objective: float | None = None  # an absolute bound, used when no baseline exists
+
+    @property
+    def higher_is_better(self) -> bool:
+        return HIGHER_IS_BETTER[self.kind]
+
+
+def _field(item: Any, *names: str) -> Any:
+    for n in names:
+        value = item.get(n) if isinstance(item, dict) else getattr(item, n, None)
+        if value is not None:
+            return value
+    return None
+
+
+def infer_kind(name: str) -> str:
+    low = name.lower()
+    if any(w in low for w in ("latency", "p95", "p99", "p50", "duration")):
+        return "latency"
+    if "error" in low:
+        return "error_rate"
+    return "success_rate"
+
+
+def slos_from(source: Any) -> list[Slo]:
+    """SLOs from an app descriptor (an object or dict with ``slos``), or a list of SLO items.
+
+    Each item needs ``name`` and ``query`` (or ``promql``); ``kind`` defaults from the name.
+    """
+    items = _field(source, "slos") if not isinstance(source, list) else source
+    if isinstance(items, dict):
+        items = [dict(v, name=k) if isinstance(v, dict) else {"name": k, "query": v} for k, v in items.items()]
+    out = []
+    for item in items or []:
+        name, query = _field(item, "name"), _field(item, "query", "promql", "expr")
+        if not name or not query:
+            continue
+        kind = str(_field(item, "kind", "type") or infer_kind(str(name)))
+        if kind not in HIGHER_IS_BETTER:
+            kind = infer_kind(kind)
+        objective = _field(item, "objective", "target", "threshold")
+        out.append(Slo(str(name), str(query), kind, float(objective) if objective is not None else None))  # type: ignore[arg-type]
+    return out
+
+
+def render(query: str, namespace: str, rate_window: str) -> str:
+    """Fill the placeholders an app's PromQL may use: ``$namespace`` and ``$window``."""
+    return query.replace("$namespace", namespace).replace("$window", rate_window)
+
+
+def query_scalar(prometheus_url: str, query: str, *, timeout: float = 15.0) -> float | None:
+    """Evaluate an instant query; the single value, or ``None`` when it returned no (finite) data."""
+    try:
+        r = httpx.get(f"{prometheus_url.rstrip('/')}/api/v1/query", params={"query": query}, timeout=timeout)
+    except httpx.HTTPError as e:
+        raise ClusterError(f"Prometheus at {prometheus_url} is not reachable: {e}") from None
+    if r.status_code != 200:
+        raise ClusterError(f"Prometheus rejected {query!r}: HTTP {r.status_code} {r.text[:200]}")
+    data = r.json().get("data", {})
+    result = data.get("result")
+    if data.get("resultType") == "scalar":
+        value = float(result[1])
+    elif isinstance(result, list) and result:
+        if len(result) > 1:
+            raise ClusterError(f"SLO query {query!r} returned {len(result)} series; it must aggregate to one")
+        value = float(result[0]["value"][1])
+    else:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def baseline_value(baseline: dict[str, Any], name: str) -> float | None:
+    """The pre-injection value of SLO ``name``: ``baseline['slos'][name]`` or ``baseline[name]``
+    (a number, or a dict with ``value``/``mean``)."""
+    raw = (baseline.get("slos") or {}).get(name, baseline.get(name))
+    if isinstance(raw, dict):
+        raw = raw.get("value", raw.get("mean"))
+    try:
+        return float(raw) if raw is not None else None
+    except (TypeError, ValueError):
+        return None
+
+
+def within(slo: Slo, value: float | None, baseline: float | None, *, rate_tolerance: float,
+           latency_factor: float, latency_slack: float) -> tuple[bool, str]:
+    """Whether a measured value is as good as the baseline, within tolerance (else the objective)."""
+    if value is None:
+        return False, "no data (is the workload sending traffic?)"
+    if baseline is None:
+        if slo.objective is None:
+            return False, "no baseline and no objective to compare with"
+        ok = value >= slo.objective if slo.higher_is_better else value <= slo.objective
+        return ok, "" if ok else f"{value:.4g} misses the objective {slo.objective:g}"
+    if slo.kind == "latency":
+        limit = baseline * latency_factor + latency_slack
+        return value <= limit, "" if value <= limit else f"{value:.4g}s > {limit:.4g}s (baseline {baseline:.4g}s)"
+    if slo.higher_is_better:
+        floor = baseline - rate_tolerance * (abs(baseline) if slo.kind == "throughput" else 1.0)
+        return value >= floor, "" if value >= floor else f"{value:.4g} < {floor:.4g} (baseline {baseline:.4g})"
+    ceiling = baseline + rate_tolerance
+    return value <= ceiling, "" if value <= ceiling else f"{value:.4g} > {ceiling:.4g} (baseline {baseline:.4g})"
+
+
+def measure(slos: list[Slo], prometheus_url: str, namespace: str, rate_window: str = "1m") -> dict[str, float | None]:
+    """One reading of every SLO (what a baseline records, per sample)."""
+    return {s.name: query_scalar(prometheus_url, render(s.query, namespace, rate_window)) for s in slos}

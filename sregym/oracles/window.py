@@ -1,0 +1,89 @@
+"""Checks that must hold over a window, not once.
+
+A mitigation that only looks right at one instant (pods Running right after a restart, a value
+patched back just before grading and about to be reverted) must not pass. A windowed oracle
+samples its probe every ``interval_seconds`` from the start to the end of the window and passes
+only if enough samples pass (all, by default).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.core.errors import SregymError
+from sregym.core.record import CheckResult
+
+
+class WindowParams(BaseModel):
+    """Parameters every windowed oracle accepts."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    window_seconds: float | None = Field(None, ge=0, description="default: the run's grading window")
+    interval_seconds: float = Field(5.0, gt=0, description="time between samples")
+    min_pass_fraction: float = Field(1.0, gt=0, le=1, description="share of samples that must pass")
+
+
+@dataclass
+class Sample:
+    t: float
+    passed: bool
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+Probe = Callable[[], tuple[bool, dict[str, Any]]]
+
+
+def sample_window(probe: Probe, window_s: float, interval_s: float, *,
+                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
+                  ) -> list[Sample]:
+    """Call ``probe`` at the start, every ``interval_s``, and once at the end of the window.
+
+    A probe that raises a ``SregymError`` (cluster unreachable, object gone) is a failed sample
+    with the message as detail; other exceptions are bugs and propagate.
+    """
+    start = clock()
+    samples: list[Sample] = []
+    while True:
+        t = clock() - start
+        try:
+            ok, detail = probe()
+        except SregymError as e:
+            ok, detail = False, {"error": e.message}
+        samples.append(Sample(round(t, 2), ok, detail))
+        elapsed = clock() - start
+        if elapsed >= window_s:
+            return samples
+        sleep(min(interval_s, window_s - elapsed))
+
+
+def window_result(name: str, samples: list[Sample], min_pass_fraction: float = 1.0, *,
+                  summary: str = "", evidence: dict[str, Any] | None = None) -> CheckResult:
+    """Pass when at least ``min_pass_fraction`` of the samples passed; evidence keeps the first
+    and last sample details and every failing one (up to five)."""
+    passed_n = sum(s.passed for s in samples)
+    ok = bool(samples) and passed_n >= min_pass_fraction * len(samples) - 1e-9
+    failing = [{"t": s.t, **s.detail} for s in samples if not s.passed][:5]
+    ev: dict[str, Any] = {"samples": len(samples), "passed_samples": passed_n,
+                          "window_s": samples[-1].t if samples else 0.0, "failing": failing}
+    if samples:
+        ev["last"] = samples[-1].detail
+    ev.update(evidence or {})
+    msg = summary or (f"{passed_n}/{len(samples)} samples passed" + ("" if ok else f"; first failure: "
+                                                                    f"{_brief(failing[0]) if failing else '-'}"))
+    return CheckResult(name=name, passed=ok, evidence=ev, message=msg)
+
+
+def _brief(detail: dict[str, Any]) -> str:
+    reason = detail.get("reason") or detail.get("error")
+    return str(reason) if reason else ", ".join(f"{k}={v}" for k, v in detail.items() if k != "t")[:200]
+
+
+def window_of(params: WindowParams, ctx_window: float) -> float:
+    """The window an oracle watches: its own param, else the run's grading window."""
+    return params.window_seconds if params.window_seconds is not None else ctx_window

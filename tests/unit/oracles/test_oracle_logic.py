@@ -1,0 +1,163 @@
+"""Pure logic under the mitigation oracles: windows, field paths, conditions, policies, SLOs."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from oracles.quota import binding
+from oracles.scheduling import unschedulable
+from oracles.storage import parse_df, parse_read_all
+from oracles.workload_health import bad_containers, restart_counts
+from sregym.core.errors import ClusterError, UserInputError
+from sregym.oracles.fields import MISSING, Condition, lookup
+from sregym.oracles.netpol import Endpoint, denying_policies
+from sregym.oracles.prometheus import Slo, baseline_value, slos_from, within
+from sregym.oracles.window import sample_window, window_result
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, s: float) -> None:
+        self.now += s
+
+
+def test_window_samples_from_start_to_end_and_one_bad_sample_fails():
+    clock = FakeClock()
+    results = iter([True, True, False, True, True, True, True])
+    samples = sample_window(lambda: (next(results), {}), 20, 5, clock=clock, sleep=clock.sleep)
+    assert [s.t for s in samples] == [0, 5, 10, 15, 20]
+    res = window_result("x", samples)
+    assert res.passed is False and res.evidence["passed_samples"] == 4
+    assert window_result("x", samples, min_pass_fraction=0.8).passed is True
+
+
+def test_a_cluster_error_in_a_sample_is_a_failed_sample_not_a_crash():
+    clock = FakeClock()
+
+    def probe():
+        raise ClusterError("pod gone")
+
+    samples = sample_window(probe, 0, 5, clock=clock, sleep=clock.sleep)
+    assert len(samples) == 1 and not samples[0].passed and samples[0].detail["error"] == "pod gone"
+
+
+DEPLOY = {"spec": {"template": {"spec": {"containers": [
+    {"name": "geo", "image": "geo:1", "env": [{"name": "DB_URL", "value": "db:5432"}],
+     "ports": [{"containerPort": 8083}]}]}}},
+    "data": {"app.properties": "a=1"}}
+
+
+def test_field_paths_with_selectors_indexes_and_quoted_keys():
+    assert lookup(DEPLOY, "spec.template.spec.containers[name=geo].env[name=DB_URL].value") == "db:5432"
+    assert lookup(DEPLOY, "spec.template.spec.containers[0].ports[0].containerPort") == 8083
+    assert lookup(DEPLOY, 'data["app.properties"]') == "a=1"
+    assert lookup(DEPLOY, "spec.template.spec.containers[name=other].image") is MISSING
+    with pytest.raises(UserInputError):
+        lookup(DEPLOY, "spec..[")
+
+
+def test_conditions_treat_numbers_and_strings_alike_and_absent_fields_carefully():
+    assert Condition(equals="8083").holds(8083)[0]
+    assert not Condition(not_equals=5433).holds("5433")[0]
+    assert Condition.model_validate({"in": ["db:5432", "db.svc:5432"]}).holds("db:5432")[0]
+    assert not Condition(equals="x").holds(MISSING)[0]
+    assert Condition(not_equals="bad").holds(MISSING)[0]
+    assert not Condition(exists=True, not_equals="bad").holds(MISSING)[0]
+    assert not Condition(not_contains="timeout=1ms").holds("x\ntimeout=1ms")[0]
+    with pytest.raises(ValueError):
+        Condition()
+
+
+def policy(name, ns, pod_selector, ingress=None, egress=None, types=None):
+    spec = {"podSelector": pod_selector}
+    if ingress is not None:
+        spec["ingress"] = ingress
+    if egress is not None:
+        spec["egress"] = egress
+    if types:
+        spec["policyTypes"] = types
+    return {"metadata": {"name": name, "namespace": ns}, "spec": spec}
+
+
+SRC = Endpoint({"app": "frontend"}, "hotel", {"kubernetes.io/metadata.name": "hotel"})
+DST = Endpoint({"app": "geo"}, "hotel", {"kubernetes.io/metadata.name": "hotel"}, named_ports={"grpc": 8083})
+
+
+def test_network_policy_semantics():
+    assert denying_policies([], SRC, DST, 8083) == []
+    deny_all = policy("deny", "hotel", {}, types=["Ingress"])
+    assert denying_policies([deny_all], SRC, DST, 8083) == ["ingress:hotel/deny"]
+    allow_fe = policy("allow", "hotel", {"matchLabels": {"app": "geo"}},
+                      ingress=[{"from": [{"podSelector": {"matchLabels": {"app": "frontend"}}}],
+                                "ports": [{"port": "grpc"}]}])
+    assert denying_policies([deny_all, allow_fe], SRC, DST, 8083) == []
+    assert denying_policies([deny_all, allow_fe], SRC, DST, 9000)  # other port stays denied
+    other_ns = Endpoint({"app": "frontend"}, "other", {"kubernetes.io/metadata.name": "other"})
+    assert denying_policies([deny_all, allow_fe], other_ns, DST, 8083)  # podSelector alone = same namespace
+    egress_block = policy("eg", "hotel", {"matchLabels": {"app": "frontend"}}, egress=[], types=["Egress"])
+    assert denying_policies([egress_block], SRC, DST, 8083) == ["egress:hotel/eg"]
+    expr = policy("x", "hotel", {"matchExpressions": [{"key": "app", "operator": "In", "values": ["geo"]}]},
+                  types=["Ingress"])
+    assert denying_policies([expr], SRC, DST, 8083) == ["ingress:hotel/x"]
+
+
+def test_slo_comparison_against_baseline():
+    rate = Slo("success_rate", "q", "success_rate")
+    p95 = Slo("p95_latency", "q", "latency")
+    kw = dict(rate_tolerance=0.02, latency_factor=1.5, latency_slack=0.05)
+    assert within(rate, 0.985, 1.0, **kw)[0] and not within(rate, 0.97, 1.0, **kw)[0]
+    assert within(p95, 0.19, 0.1, **kw)[0] and not within(p95, 0.21, 0.1, **kw)[0]
+    assert not within(rate, None, 1.0, **kw)[0]  # no traffic is not healthy
+    assert within(Slo("s", "q", "success_rate", objective=0.99), 0.995, None, **kw)[0]
+    assert not within(rate, 1.0, None, **kw)[0]
+
+
+def test_slos_come_from_descriptors_in_several_shapes():
+    class App:
+        slos = [{"name": "success_rate", "query": "sum(a)/sum(b)"}, {"name": "p95_latency", "promql": "hq"}]
+
+    assert [(s.name, s.kind) for s in slos_from(App())] == [("success_rate", "success_rate"), ("p95_latency", "latency")]
+    assert [s.query for s in slos_from({"slos": {"error_ratio": "e"}})] == ["e"]
+    assert baseline_value({"slos": {"a": {"value": 0.5}}}, "a") == 0.5 and baseline_value({"a": 1}, "a") == 1.0
+
+
+def test_quota_binds_at_hard_limit_and_within_margin():
+    q = {"metadata": {"name": "q"}, "status": {"hard": {"pods": "4", "requests.cpu": "1", "services.loadbalancers": "0"},
+                                              "used": {"pods": "4", "requests.cpu": "500m"}}}
+    assert binding(q, 0.0, []) == ["q/pods used 4 of 4"]
+    assert binding(q, 0.6, []) == ["q/pods used 4 of 4", "q/requests.cpu used 500m of 1"]
+    assert binding(q, 0.0, ["requests.cpu"]) == []
+
+
+def test_unschedulable_pods_after_grace_only():
+    now = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+    def pod(name, age):
+        ts = (now - timedelta(seconds=age)).isoformat().replace("+00:00", "Z")
+        return {"metadata": {"name": name}, "status": {"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "lastTransitionTime": ts,
+             "message": "0/1 nodes are available"}]}}
+
+    assert unschedulable([pod("old", 60), pod("new", 5)], 20, now) == ["old: Unschedulable 0/1 nodes are available"]
+
+
+def test_restart_counts_and_crash_loops_from_pod_status():
+    pods = [{"metadata": {"uid": "u1", "name": "geo-1"}, "status": {"containerStatuses": [
+        {"name": "geo", "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}]
+    assert restart_counts(pods) == {"u1/geo": 3}
+    assert bad_containers(pods) == ["geo-1/geo: CrashLoopBackOff"]
+
+
+def test_storage_output_parsing():
+    assert parse_read_all("FAIL /d/1: dd: error reading '/d/1': Input/output error\nCOUNT 12\n") == (
+        12, ["/d/1: dd: error reading '/d/1': Input/output error"], False)
+    assert parse_read_all("MISSING /x\n")[2] is True
+    used, free = parse_df("Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/x 1000 900 100 90% /d\n")
+    assert used == 90.0 and free == 100 * 1024

@@ -1,0 +1,163 @@
+"""Which images the repository defines, and the hash of each one's inputs.
+
+Two kinds of recipe:
+
+* the base image, ``images/base/``: a Debian root filesystem made by ``debootstrap`` (no registry
+  can be pulled from), described by ``images/base/packages.txt`` (one Debian package per line);
+* every standard Dockerfile under ``images/<name>/Dockerfile`` or ``charts/<app>/images/<svc>/Dockerfile``
+  (build context = that folder). Both are named by their folder (``<name>`` or ``<svc>``), so a
+  chart refers to ``sregym/<svc>:<tag>``; two folders with one name are refused.
+
+An image's input hash covers its recipe files and the input hashes of the sregym images it is built
+``FROM``, so it is known before anything is built: charts can reference ``sregym/<name>:<hash12>``
+and a rebuild with unchanged inputs is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sregym.core.errors import UserInputError
+
+# Bump when the way images are built changes in a way their files do not show.
+RECIPE_VERSION = "1"
+REPOSITORY_PREFIX = "sregym/"
+BASE_NAME = "base"
+BASE_SUITE = "bookworm"
+# Files that never change what an image does.
+_IGNORED_PARTS = {"__pycache__", ".pytest_cache", ".mypy_cache", ".git"}
+_IGNORED_SUFFIXES = {".pyc", ".pyo"}
+_FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.IGNORECASE | re.MULTILINE)
+# Words a tag must never carry: the agent can read image names (see DESIGN.md, Invariants).
+_FORBIDDEN_WORDS = ("chaos", "fault", "inject")
+
+
+@dataclass(frozen=True)
+class ImageRecipe:
+    """One image the repository defines."""
+
+    name: str
+    context: Path
+    kind: str  # "debootstrap" | "dockerfile"
+    parents: tuple[str, ...] = ()  # names of sregym images this one is built FROM
+    # tag kept besides the hash tag, so a Dockerfile or a hand-run chart has a stable reference
+    alias_tag: str = "latest"
+    files: tuple[Path, ...] = field(default=(), compare=False)
+
+    @property
+    def repository(self) -> str:
+        return REPOSITORY_PREFIX + self.name
+
+
+def context_files(context: Path) -> tuple[Path, ...]:
+    """The files of a build context that can change the image, in a stable order."""
+    found = []
+    for path in sorted(context.rglob("*")):
+        rel = path.relative_to(context)
+        if any(part in _IGNORED_PARTS for part in rel.parts) or path.suffix in _IGNORED_SUFFIXES:
+            continue
+        if path.is_file():
+            found.append(path)
+    return tuple(found)
+
+
+def sregym_parents(dockerfile_text: str) -> tuple[str, ...]:
+    """Names of the sregym images a Dockerfile's FROM lines refer to (``sregym/<name>[:tag]``)."""
+    parents = []
+    for ref in _FROM.findall(dockerfile_text):
+        ref = ref.removeprefix("docker.io/").removeprefix("localhost/")
+        if ref.startswith(REPOSITORY_PREFIX):
+            name = ref[len(REPOSITORY_PREFIX):].split(":", 1)[0].split("@", 1)[0]
+            if name not in parents:
+                parents.append(name)
+    return tuple(parents)
+
+
+def check_name(name: str, where: Path) -> None:
+    """Refuse image names that are not valid references or that would tell the agent too much."""
+    if not re.fullmatch(r"[a-z0-9]+(?:[._-][a-z0-9]+)*", name):
+        raise UserInputError(f"{where}: image name {name!r} is not a valid image name",
+                             hint="use lower-case letters, digits, '-', '_' or '.' in the folder names")
+    for word in _FORBIDDEN_WORDS:
+        if word in name:
+            raise UserInputError(f"{where}: image name {name!r} contains {word!r}",
+                                 hint="agents can read image names; rename the folder to something neutral")
+
+
+def discover(repo: Path) -> dict[str, ImageRecipe]:
+    """Every image the repository at ``repo`` defines, keyed by name."""
+    recipes: dict[str, ImageRecipe] = {}
+    base = repo / "images" / BASE_NAME
+    if (base / "packages.txt").is_file():
+        recipes[BASE_NAME] = ImageRecipe(BASE_NAME, base, "debootstrap", alias_tag=BASE_SUITE,
+                                         files=context_files(base))
+    found = [(p.parent.name, p) for p in sorted(repo.glob("images/*/Dockerfile"))]
+    found += [(p.parent.name, p) for p in sorted(repo.glob("charts/*/images/*/Dockerfile"))]
+    for name, dockerfile in found:
+        check_name(name, dockerfile)
+        if name in recipes:
+            raise UserInputError(f"{dockerfile}: image name {name!r} is defined twice "
+                                 f"(also by {recipes[name].context})", hint="rename one of the folders")
+        parents = sregym_parents(dockerfile.read_text())
+        recipes[name] = ImageRecipe(name, dockerfile.parent, "dockerfile", parents,
+                                    files=context_files(dockerfile.parent))
+    for recipe in recipes.values():
+        for parent in recipe.parents:
+            if parent not in recipes:
+                raise UserInputError(f"{recipe.context / 'Dockerfile'}: FROM {REPOSITORY_PREFIX}{parent} "
+                                     f"is not an image this repository defines",
+                                     hint=f"known images: {', '.join(sorted(recipes))}")
+    return recipes
+
+
+def build_order(recipes: dict[str, ImageRecipe], wanted: list[str] | None = None) -> list[ImageRecipe]:
+    """Recipes in an order where each parent comes before its children (only ``wanted`` and their parents)."""
+    order: list[ImageRecipe] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if any(r.name == name for r in order):
+            return
+        if name in visiting:
+            raise UserInputError(f"image {name!r} is built FROM itself through its parents",
+                                 hint="check the FROM lines of its Dockerfiles")
+        visiting.add(name)
+        for parent in recipes[name].parents:
+            visit(parent)
+        visiting.discard(name)
+        order.append(recipes[name])
+
+    names = wanted if wanted else sorted(recipes)
+    for name in names:
+        if name not in recipes:
+            from sregym.core.errors import UnknownNameError
+
+            raise UnknownNameError("image", name, list(recipes))
+        visit(name)
+    return order
+
+
+def input_hash(recipe: ImageRecipe, recipes: dict[str, ImageRecipe], _memo: dict[str, str] | None = None) -> str:
+    """sha256 of the recipe's files (names, contents, executable bits) and its parents' input hashes."""
+    memo = {} if _memo is None else _memo
+    if recipe.name in memo:
+        return memo[recipe.name]
+    digest = hashlib.sha256()
+    digest.update(f"sregym-image {RECIPE_VERSION} {recipe.kind} {recipe.name}\n".encode())
+    for parent in recipe.parents:
+        digest.update(f"parent {parent} {input_hash(recipes[parent], recipes, memo)}\n".encode())
+    for path in recipe.files:
+        rel = path.relative_to(recipe.context).as_posix()
+        mode = "x" if path.stat().st_mode & 0o111 else "-"
+        digest.update(f"file {rel} {mode} {path.stat().st_size}\n".encode())
+        digest.update(path.read_bytes())
+    memo[recipe.name] = digest.hexdigest()
+    return memo[recipe.name]
+
+
+def tags(recipe: ImageRecipe, digest: str) -> tuple[str, str]:
+    """The two references an image is saved under: the input-hash tag and the stable alias tag."""
+    return f"{recipe.repository}:{digest[:12]}", f"{recipe.repository}:{recipe.alias_tag}"

@@ -32,6 +32,7 @@ from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask
 from sregym.core.errors import UserInputError
 
 TAIL_CHARS = 2000
+COMMAND_ENV = "SREGYM_AGENT_COMMAND"
 
 
 def agent_environment(task: AgentTask, home: Path, kubeconfig: Path, prompt_file: Path,
@@ -52,15 +53,19 @@ def agent_environment(task: AgentTask, home: Path, kubeconfig: Path, prompt_file
 
 @AGENTS.register("command")
 class CommandAgent(Agent):
-    """``CommandAgent(command="my-agent --fast", timeout=600, pass_env=["OPENAI_API_KEY"])``."""
+    """An external agent (any CLI or script) run as a subprocess with the MCP URL, its kubeconfig and the prompt.
+
+    ``CommandAgent(command="my-agent --fast", timeout=600, pass_env=["OPENAI_API_KEY"])``."""
 
     kind = "external"
 
-    def __init__(self, command: str | list[str], timeout: float | None = None, pass_env: list[str] | None = None,
-                 run_as: str | None = None) -> None:
+    def __init__(self, command: str | list[str] | None = None, timeout: float | None = None,
+                 pass_env: list[str] | None = None, run_as: str | None = None) -> None:
+        command = command if command is not None else os.environ.get(COMMAND_ENV, "")
         self.argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not self.argv:
-            raise UserInputError("the command agent needs a command", hint="pass --agent-command 'my-agent ARGS'")
+            raise UserInputError("the command agent needs a command",
+                                 hint=f"set ${COMMAND_ENV}='my-agent ARGS' (or pass command= when building it)")
         if shutil.which(self.argv[0]) is None and not Path(self.argv[0]).is_file():
             raise UserInputError(f"agent command {self.argv[0]!r} not found on PATH")
         self.timeout = timeout

@@ -39,7 +39,7 @@ def choose_call(rng: random.Random, namespace: str, tools: set[str]) -> tuple[st
 
 @AGENTS.register("random")
 class RandomAgent(Agent):
-    """Spends its step budget (minus nothing: submissions are free) on random valid reads."""
+    """Spends its step budget on seeded random valid read-only calls, then submits "no diagnosis"."""
 
     def __init__(self, steps: int | None = None) -> None:
         self.steps = steps

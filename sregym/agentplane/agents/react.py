@@ -9,6 +9,7 @@ the model can retry, and the turn is recorded as malformed (an invalid action).
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import anyio
@@ -18,6 +19,8 @@ from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask,
 from sregym.core.llm import DEFAULT_API_KEY_ENV, ChatClient, ToolCallRequest, function_tool
 from sregym.core.trajectory import ModelTurn
 
+MODEL_ENV, BASE_URL_ENV = "SREGYM_MODEL", "SREGYM_BASE_URL"
+DEFAULT_MODEL, DEFAULT_BASE_URL = "gpt-4o-mini", "https://api.openai.com/v1"
 SYSTEM_PROMPT = (
     "You are the on-call site reliability engineer. Work only through the tools. Investigate before you "
     "change anything, change only what is needed, then call submit_diagnosis with what is wrong and why, "
@@ -44,14 +47,19 @@ def invalid_call_message(call: ToolCallRequest, known: set[str]) -> str | None:
 
 @AGENTS.register("react")
 class ReactAgent(Agent):
-    """``ReactAgent(model=..., base_url=..., api_key_env=...)``."""
+    """An LLM agent (a ReAct loop with tool calling) over any OpenAI-compatible chat-completions endpoint.
+
+    ``ReactAgent(model=..., base_url=..., api_key_env=...)``; unset model and base URL come from
+    $SREGYM_MODEL and $SREGYM_BASE_URL, the key from $SREGYM_API_KEY (or the variable ``api_key_env`` names)."""
 
     kind = "llm"
 
-    def __init__(self, model: str = "gpt-4o-mini", base_url: str = "https://api.openai.com/v1",
+    def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key_env: str = DEFAULT_API_KEY_ENV, temperature: float | None = 0.0,
                  client: ChatClient | None = None) -> None:
-        self.client = client or ChatClient(base_url, model, api_key_env=api_key_env)
+        # Defaults from the environment so the conductor can build it by name alone.
+        self.client = client or ChatClient(base_url or os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL),
+                                           model or os.environ.get(MODEL_ENV, DEFAULT_MODEL), api_key_env=api_key_env)
         self.temperature = temperature
 
     @property

@@ -1,0 +1,141 @@
+"""``sregym mcp serve|access|revoke``, ``sregym agents``, ``sregym trajectory export``.
+
+For agents that bring their own tools (or their own loop): mint an RBAC-limited kubeconfig with
+``sregym mcp access``, then serve the MCP tools with ``sregym mcp serve``; both print the raw
+endpoints an agent may use directly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from sregym.cli.options import ContextOpt, KubeconfigOpt
+from sregym.core.errors import UserInputError
+
+mcp_app = typer.Typer(help="The agent's MCP tool server and credentials, for agents that bring their own loop.",
+                      no_args_is_help=True)
+trajectory_app = typer.Typer(help="Trajectories of runs.", no_args_is_help=True)
+err = Console(stderr=True)
+
+NamespaceOpt = Annotated[str, typer.Option("--namespace", "-n", help="The app namespace the agent works on.")]
+
+
+@mcp_app.command("serve")
+def serve(
+    agent_kubeconfig: Annotated[Path, typer.Option("--agent-kubeconfig", help="The agent's kubeconfig "
+                                                   "(from `sregym mcp access`); never an admin one.")],
+    namespace: NamespaceOpt,
+    prometheus_url: Annotated[Optional[str], typer.Option(help="Prometheus base URL.")] = None,
+    traces_url: Annotated[Optional[str], typer.Option(help="Jaeger-compatible query API base URL.")] = None,
+    logs_url: Annotated[Optional[str], typer.Option(help="Loki-compatible log API base URL (default: pod logs "
+                                                         "through the Kubernetes API).")] = None,
+    steps: Annotated[int, typer.Option(min=1, help="Tool-call budget (submissions are free).")] = 40,
+    seconds: Annotated[float, typer.Option(min=1, help="Wall-time budget.")] = 900,
+    transport: Annotated[str, typer.Option(help="http (Streamable HTTP) or stdio.")] = "http",
+    port: Annotated[int, typer.Option(help="HTTP port on 127.0.0.1 (0: any free port).")] = 0,
+    events_file: Annotated[Optional[Path], typer.Option(help="Append tool calls and submissions here as JSON "
+                                                        "lines (default: stderr).")] = None,
+) -> None:
+    """Serve the agent's MCP tools (kubectl, query_metrics, query_logs, query_traces, submit_*).
+
+    The server replaces this process with a clean one: its environment holds only PATH, LANG and
+    an empty HOME, so it knows nothing but the agent's kubeconfig and the URLs given here."""
+    if transport not in ("http", "stdio"):
+        raise UserInputError(f"--transport {transport!r}: choose http or stdio")
+    if not agent_kubeconfig.is_file():
+        raise UserInputError(f"--agent-kubeconfig {agent_kubeconfig}: no such file",
+                             hint="create one with `sregym mcp access --namespace NS`")
+    from sregym.cluster.kube import kubectl_path
+
+    argv = [sys.executable, "-m", "sregym.agentplane.server", "--kubeconfig", str(agent_kubeconfig.resolve()),
+            "--namespace", namespace, "--steps", str(steps), "--seconds", str(seconds), "--transport", transport,
+            "--port", str(port), "--kubectl", kubectl_path()]
+    for flag, value in (("--prometheus-url", prometheus_url), ("--traces-url", traces_url), ("--logs-url", logs_url),
+                        ("--events-file", str(events_file.resolve()) if events_file else None)):
+        if value:
+            argv += [flag, value]
+    if transport == "http":
+        err.print("raw endpoints for agents with their own tools:")
+        err.print(f"  KUBECONFIG={agent_kubeconfig.resolve()}")
+        for name, value in (("prometheus", prometheus_url), ("traces", traces_url), ("logs", logs_url)):
+            if value:
+                err.print(f"  {name}: {value}")
+        err.print("the MCP URL follows on stdout once the server listens (line starting SREGYM_MCP_READY)")
+    import sregym
+
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": "/nonexistent",
+           "PYTHONPATH": str(Path(sregym.__file__).resolve().parent.parent)}
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, argv, env)
+
+
+@mcp_app.command("access")
+def access(namespace: NamespaceOpt,
+           out: Annotated[Optional[Path], typer.Option(help="Folder for agent.kubeconfig (default: under "
+                                                       "/var/lib/sregym/agent-access/NAMESPACE).")] = None,
+           hours: Annotated[float, typer.Option(min=0.2, help="Token lifetime.")] = 4.0,
+           kubeconfig: KubeconfigOpt = None, context: ContextOpt = None) -> None:
+    """Create the agent's ServiceAccount and RBAC in NAMESPACE and print its kubeconfig path."""
+    from sregym.cluster.agent_access import create_agent_access
+    from sregym.cluster.providers import current_cluster
+
+    path = create_agent_access(current_cluster(kubeconfig, context).kube, namespace, out,
+                               token_seconds=int(hours * 3600))
+    err.print(f"agent kubeconfig for namespace {namespace!r} (token valid {hours:g}h):")
+    typer.echo(str(path))
+
+
+@mcp_app.command("revoke")
+def revoke(namespace: NamespaceOpt, kubeconfig: KubeconfigOpt = None, context: ContextOpt = None) -> None:
+    """Delete the agent's ServiceAccount and RBAC in NAMESPACE (its tokens stop working)."""
+    from sregym.cluster.agent_access import access_directory, revoke_agent_access
+    from sregym.cluster.providers import current_cluster
+
+    revoke_agent_access(current_cluster(kubeconfig, context).kube, namespace,
+                        kubeconfig=access_directory(namespace) / "agent.kubeconfig")
+    err.print(f"agent access in namespace {namespace!r} revoked")
+
+
+def agents() -> None:
+    """List the agents `--agent` accepts (oracle is built by the conductor)."""
+    from sregym.agentplane.agents import AGENTS
+
+    for name, cls in AGENTS.items():
+        doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
+        typer.echo(f"{name:10} {getattr(cls, 'kind', 'baseline'):9} {doc}")
+
+
+@trajectory_app.command("export")
+def export(record: Annotated[Path, typer.Argument(help="A run record JSON file.")],
+           out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output file (default: stdout).")] = None,
+           ) -> None:
+    """Export a run's trajectory in the sregym-trajectory v1 JSON format (docs/trajectory-format.md)."""
+    from pydantic import ValidationError
+
+    from sregym.agentplane.export import export_record, write_export
+    from sregym.core.record import RunRecord
+
+    try:
+        doc = export_record(RunRecord.model_validate_json(record.read_text()))
+    except FileNotFoundError:
+        raise UserInputError(f"{record}: no such run record") from None
+    except ValidationError as e:
+        raise UserInputError(f"{record}: not a run record: {e.errors()[0]['loc']}: {e.errors()[0]['msg']}") from None
+    if out is None:
+        typer.echo(json.dumps(doc, indent=2))
+    else:
+        err.print(f"wrote {write_export(doc, out)}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(mcp_app, name="mcp")
+    app.add_typer(trajectory_app, name="trajectory")
+    app.command("agents")(agents)

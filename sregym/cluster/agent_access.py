@@ -1,0 +1,229 @@
+"""The agent's credentials: a ServiceAccount with what an on-call SRE of one app would have.
+
+What the account may do (decided here, documented in docs/agents.md):
+
+- in the app namespace: read everything an SRE reads (workloads, pods and their logs, services,
+  endpoints, config maps, secrets of the app, events, PVCs, network policies, quotas, RBAC);
+  change what an SRE changes (patch/update/scale/rollout workloads, delete pods and replica sets,
+  edit config maps, secrets and services, create/delete network policies, fix Roles and
+  RoleBindings, exec into pods);
+- in the observability namespace: read only;
+- cluster-wide: read nodes, namespaces (names only matter: the hidden namespace's name is neutral),
+  persistent volumes, storage classes, node and pod metrics.
+- never: anything in the hidden fault-plane namespace, secrets outside the app namespace,
+  cluster-wide events or pod lists (they would show the hidden namespace's workloads).
+
+Kubernetes RBAC prevents escalation: the account can edit Roles in its namespace but cannot grant
+rights it does not hold.
+
+The token comes from the TokenRequest API (bound to the ServiceAccount, bounded expiry), and the
+kubeconfig (mode 0600) holds only that token, the API server URL and its CA.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+from typing import Any
+
+import yaml
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sregym.cluster.kube import Kube, not_found
+from sregym.cluster.local.paths import state_root
+from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWNER_LABEL, OWNER_VALUE
+from sregym.core.errors import ClusterError, UserInputError
+
+DEFAULT_NAME = "sre-oncall"
+DEFAULT_TOKEN_SECONDS = 4 * 3600
+READ = ["get", "list", "watch"]
+WRITE = ["create", "update", "patch", "delete"]
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
+    return {"apiGroups": groups, "resources": resources, "verbs": verbs}
+
+
+def app_namespace_rules() -> list[dict[str, Any]]:
+    """What the on-call SRE may do in the app's namespace."""
+    return [
+        _rule([""], ["pods", "pods/log", "pods/status", "services", "endpoints", "configmaps", "secrets", "events",
+                     "persistentvolumeclaims", "serviceaccounts", "replicationcontrollers", "resourcequotas",
+                     "limitranges"], READ),
+        _rule([""], ["pods"], ["delete", "patch"]),
+        _rule([""], ["pods/exec", "pods/eviction"], ["create"]),
+        _rule([""], ["services", "configmaps", "secrets", "persistentvolumeclaims", "resourcequotas", "limitranges"],
+              WRITE),
+        _rule(["apps"], ["deployments", "statefulsets", "daemonsets", "replicasets", "controllerrevisions"], READ),
+        _rule(["apps"], ["deployments", "statefulsets", "daemonsets"], ["create", "update", "patch"]),
+        _rule(["apps"], ["replicasets"], ["delete", "patch"]),
+        _rule(["apps"], ["deployments/scale", "statefulsets/scale", "replicasets/scale"], ["get", "update", "patch"]),
+        _rule(["batch"], ["jobs", "cronjobs"], READ + ["delete", "patch"]),
+        _rule(["networking.k8s.io"], ["networkpolicies", "ingresses"], READ + WRITE),
+        _rule(["policy"], ["poddisruptionbudgets"], READ + WRITE),
+        _rule(["autoscaling"], ["horizontalpodautoscalers"], READ + WRITE),
+        _rule(["discovery.k8s.io"], ["endpointslices"], READ),
+        _rule(["rbac.authorization.k8s.io"], ["roles", "rolebindings"], READ + WRITE),
+        _rule(["metrics.k8s.io"], ["pods"], READ),
+        _rule(["events.k8s.io"], ["events"], READ),
+    ]
+
+
+def observability_rules() -> list[dict[str, Any]]:
+    """Read-only view of the observability stack (to check that it is not the broken part)."""
+    return [
+        _rule([""], ["pods", "pods/log", "services", "endpoints", "configmaps", "events"], READ),
+        _rule(["apps"], ["deployments", "statefulsets", "daemonsets", "replicasets"], READ),
+    ]
+
+
+def cluster_rules() -> list[dict[str, Any]]:
+    """Cluster-wide reads that never list another namespace's objects."""
+    return [
+        _rule([""], ["nodes", "namespaces", "persistentvolumes"], READ),
+        _rule(["storage.k8s.io"], ["storageclasses"], READ),
+        _rule(["metrics.k8s.io"], ["nodes"], READ),
+    ]
+
+
+def _labels() -> dict[str, str]:
+    return {OWNER_LABEL: OWNER_VALUE}
+
+
+def _meta(name: str, namespace: str | None = None) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, "labels": _labels()}
+    if namespace:
+        meta["namespace"] = namespace
+    return meta
+
+
+def _apply(create, replace, body: dict[str, Any], *args: Any) -> None:
+    """Create, or replace when it exists (a re-run converges)."""
+    try:
+        create(*args, body=body)
+    except ApiException as e:
+        if e.status != 409:
+            raise
+        replace(body["metadata"]["name"], *args, body=body)
+
+
+def cluster_scope_name(name: str, namespace: str) -> str:
+    return f"{name}:{namespace}"
+
+
+def access_directory(namespace: str) -> Path:
+    """Default home of an agent kubeconfig: under the sregym state root, one folder per namespace."""
+    return state_root() / "agent-access" / namespace
+
+
+def create_agent_access(kube: Kube, namespace: str, directory: Path | None = None, *, name: str = DEFAULT_NAME,
+                        hidden_namespace: str = HIDDEN_NAMESPACE,
+                        observability_namespace: str | None = OBSERVABILITY_NAMESPACE,
+                        token_seconds: int = DEFAULT_TOKEN_SECONDS) -> Path:
+    """Create the agent's ServiceAccount and RBAC in ``namespace``; write its kubeconfig; return its path.
+
+    The kubeconfig goes to ``directory`` (default :func:`access_directory`) as ``agent.kubeconfig``.
+    Re-running converges (objects are replaced) and mints a fresh token."""
+    if namespace == hidden_namespace or observability_namespace == hidden_namespace:
+        raise UserInputError(f"namespace {namespace!r} is the hidden fault-plane namespace; the agent may never "
+                             "be granted it", hint="deploy the app in its own namespace")
+    rbac, core = kube.rbac, kube.core
+    try:
+        core.read_namespace(namespace)
+    except ApiException as e:
+        if not_found(e):
+            raise ClusterError(f"namespace {namespace!r} does not exist; deploy the app before opening the agent plane") from None
+        raise ClusterError(f"cannot read namespace {namespace!r}: {e.reason}") from None
+    try:
+        _apply(core.create_namespaced_service_account, core.replace_namespaced_service_account,
+               {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, namespace),
+                "automountServiceAccountToken": False}, namespace)
+        grants = [(namespace, app_namespace_rules())]
+        if observability_namespace and _exists(core, observability_namespace):
+            grants.append((observability_namespace, observability_rules()))
+        subject = [{"kind": "ServiceAccount", "name": name, "namespace": namespace}]
+        for ns, rules in grants:
+            role_name = name if ns == namespace else cluster_scope_name(name, namespace)
+            _apply(rbac.create_namespaced_role, rbac.replace_namespaced_role,
+                   {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": _meta(role_name, ns),
+                    "rules": rules}, ns)
+            _apply(rbac.create_namespaced_role_binding, rbac.replace_namespaced_role_binding,
+                   {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": _meta(role_name, ns), "subjects": subject,
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": role_name}}, ns)
+        wide = cluster_scope_name(name, namespace)
+        _apply(rbac.create_cluster_role, rbac.replace_cluster_role,
+               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": _meta(wide),
+                "rules": cluster_rules()})
+        _apply(rbac.create_cluster_role_binding, rbac.replace_cluster_role_binding,
+               {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": _meta(wide),
+                "subjects": subject,
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": wide}})
+        token = core.create_namespaced_service_account_token(name, namespace, body=client.AuthenticationV1TokenRequest(
+            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=token_seconds))).status.token
+    except ApiException as e:
+        raise ClusterError(f"cannot create the agent's access in namespace {namespace!r}: {e.reason} "
+                           f"(HTTP {e.status}) {(e.body or '')[:300]}") from None
+    return write_kubeconfig(kube, (directory or access_directory(namespace)) / "agent.kubeconfig", token, namespace,
+                            user=name)
+
+
+def _exists(core: client.CoreV1Api, namespace: str) -> bool:
+    try:
+        core.read_namespace(namespace)
+        return True
+    except ApiException as e:
+        if not_found(e):
+            return False
+        raise
+
+
+def write_kubeconfig(kube: Kube, path: Path, token: str, namespace: str, *, user: str) -> Path:
+    """A kubeconfig with the API server of ``kube``, its CA, and ``token``; mode 0600."""
+    cfg = kube.api_client.configuration
+    cluster: dict[str, Any] = {"server": cfg.host}
+    if cfg.ssl_ca_cert:
+        cluster["certificate-authority-data"] = base64.b64encode(Path(cfg.ssl_ca_cert).read_bytes()).decode()
+    elif not cfg.verify_ssl:
+        cluster["insecure-skip-tls-verify"] = True
+    doc = {
+        "apiVersion": "v1", "kind": "Config",
+        "clusters": [{"name": "cluster", "cluster": cluster}],
+        "users": [{"name": user, "user": {"token": token}}],
+        "contexts": [{"name": user, "context": {"cluster": "cluster", "user": user, "namespace": namespace}}],
+        "current-context": user,
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        yaml.safe_dump(doc, f, sort_keys=False)
+    os.chmod(path, 0o600)
+    return path
+
+
+def revoke_agent_access(kube: Kube, namespace: str, *, name: str = DEFAULT_NAME,
+                        observability_namespace: str | None = OBSERVABILITY_NAMESPACE,
+                        kubeconfig: Path | None = None) -> None:
+    """Delete what :func:`create_agent_access` made (its token dies with the ServiceAccount). Idempotent."""
+    rbac, core = kube.rbac, kube.core
+    wide = cluster_scope_name(name, namespace)
+    deletions = [
+        (rbac.delete_cluster_role_binding, (wide,)),
+        (rbac.delete_cluster_role, (wide,)),
+        (rbac.delete_namespaced_role_binding, (name, namespace)),
+        (rbac.delete_namespaced_role, (name, namespace)),
+        (core.delete_namespaced_service_account, (name, namespace)),
+    ]
+    if observability_namespace:
+        deletions += [(rbac.delete_namespaced_role_binding, (wide, observability_namespace)),
+                      (rbac.delete_namespaced_role, (wide, observability_namespace))]
+    for delete, args in deletions:
+        try:
+            delete(*args)
+        except ApiException as e:
+            if not not_found(e):
+                raise ClusterError(f"cannot remove the agent's access ({delete.__name__} {args}): {e.reason}") from None
+    if kubeconfig is not None:
+        kubeconfig.unlink(missing_ok=True)

@@ -16,7 +16,6 @@ import traceback
 from collections.abc import Sequence
 from typing import Annotated
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -79,12 +78,12 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
     app = build_app()
     try:
         rv = app(args=args, prog_name="sregym", standalone_mode=False)
-    except click.exceptions.Exit as e:
+    except typer.Exit as e:
         return e.exit_code
-    except click.ClickException as e:  # usage errors: bad option, missing argument (exit 2)
+    except typer.TyperException as e:  # usage errors: bad option, missing argument (exit 2)
         e.show()
-        return e.exit_code
-    except (click.exceptions.Abort, KeyboardInterrupt):
+        return getattr(e, "exit_code", 2)
+    except (typer.Abort, KeyboardInterrupt):
         Console(stderr=True).print("[yellow]interrupted[/] (run `sregym cleanup` if a run was in flight)")
         return 130
     except SregymError as e:

@@ -133,9 +133,11 @@ def validate(
         raise UserInputError("name a problem, or pass --all", hint="sregym validate PROBLEM | sregym validate --all")
     if problem and all_:
         raise UserInputError("name a problem or pass --all, not both")
-    cat = catalog(problems_dir, plugins)
-    chosen = [load_problem_arg(problem, problems_dir)] if problem else cat.select(
-        tags=tag, difficulty=difficulty, app=app, split=split)
+    if problem:
+        load_plugins(plugins)
+        chosen = [load_problem_arg(problem, problems_dir)]
+    else:
+        chosen = catalog(problems_dir, plugins).select(tags=tag, difficulty=difficulty, app=app, split=split)
     console = Console()
     for lp in chosen:
         check_problem(lp, noise=True)

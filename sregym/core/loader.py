@@ -43,14 +43,16 @@ class SourceMap:
     root: yaml.Node | None
 
     def line(self, loc: Sequence[str | int]) -> int:
-        """The line of the deepest node on ``loc`` that exists (the parent of a missing field)."""
+        """The line of the deepest node on ``loc`` that exists (the parent of a missing field).
+        A nested mapping or list is located by its key's line, where the user wrote its name."""
         node = self.root
         line = node.start_mark.line + 1 if node is not None else 1
         for part in loc:
-            child = _child(node, part)
+            key, child = _child(node, part)
             if child is None:
                 break
-            node, line = child, child.start_mark.line + 1
+            nested = isinstance(child, (yaml.MappingNode, yaml.SequenceNode))
+            node, line = child, (key if key is not None and nested else child).start_mark.line + 1
         return line
 
     def error(self, loc: Sequence[str | int], message: str, *, hint: str | None = None) -> ProblemFileError:
@@ -58,15 +60,15 @@ class SourceMap:
         return ProblemFileError(str(self.path), message, line=self.line(loc), field=format_loc(loc), hint=hint)
 
 
-def _child(node: yaml.Node | None, part: str | int) -> yaml.Node | None:
+def _child(node: yaml.Node | None, part: str | int) -> tuple[yaml.Node | None, yaml.Node | None]:
+    """(key node, value node) of ``part`` under ``node``; the key is None for list items."""
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
             if isinstance(key, yaml.ScalarNode) and key.value == str(part):
-                # A key whose value is empty (``params:``) is best located by the key itself.
-                return key if isinstance(value, yaml.ScalarNode) and value.value == "" else value
+                return key, value
     elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-        return node.value[part]
-    return None
+        return None, node.value[part]
+    return None, None
 
 
 @dataclass
@@ -193,9 +195,9 @@ def load_suite_file(path: Path) -> LoadedSuite:
     return LoadedSuite(suite, path, source)
 
 
-def problem_dirs(extra: Iterable[Path] = ()) -> list[Path]:
+def problem_dirs(extra: Iterable[Path] = (), *, include_repo: bool = True) -> list[Path]:
     """The repository's ``problems/`` (when present) followed by the user's extra folders."""
-    dirs = [REPO_PROBLEMS_DIR] if REPO_PROBLEMS_DIR.is_dir() else []
+    dirs = [REPO_PROBLEMS_DIR] if include_repo and REPO_PROBLEMS_DIR.is_dir() else []
     for d in extra:
         d = Path(d)
         if not d.is_dir():
@@ -265,10 +267,10 @@ def matches(problem: Problem, *, tags: Sequence[str] = (), difficulty: Sequence[
     return not split or problem.split.value in split
 
 
-def load_catalog(extra_dirs: Iterable[Path] = ()) -> Catalog:
+def load_catalog(extra_dirs: Iterable[Path] = (), *, include_repo: bool = True) -> Catalog:
     """Load every problem and suite; the first bad file raises ``ProblemFileError``."""
     catalog = Catalog()
-    for folder in problem_dirs(extra_dirs):
+    for folder in problem_dirs(extra_dirs, include_repo=include_repo):
         for path in _yaml_files(folder):
             lp = load_problem_file(path)
             if lp.id in catalog.problems:
@@ -290,4 +292,14 @@ def load_problem_arg(arg: str, extra_dirs: Iterable[Path] = ()) -> LoadedProblem
         if not p.is_file():
             raise ProblemFileError(arg, "no such file")
         return load_problem_file(p)
-    return load_catalog(extra_dirs).problem(arg)
+    return load_problem_file(find_problem(arg, extra_dirs))
+
+
+def find_problem(problem_id: str, extra_dirs: Iterable[Path] = ()) -> Path:
+    """The file of a problem id (ids equal file names, so other files need not parse)."""
+    dirs = problem_dirs(extra_dirs)
+    for folder in reversed(dirs):  # the user's folders first
+        for suffix in (".yaml", ".yml"):
+            if (folder / f"{problem_id}{suffix}").is_file():
+                return folder / f"{problem_id}{suffix}"
+    raise UnknownNameError("problem", problem_id, [p.stem for d in dirs for p in _yaml_files(d)])

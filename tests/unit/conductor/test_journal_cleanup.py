@@ -1,0 +1,158 @@
+"""The journal and cleanup, with a fault primitive loaded from a temporary plug-in folder that
+records its effect in a file (pure logic: no cluster)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sregym.conductor.cleanup import cleanup_all
+from sregym.conductor.faultplane import FaultPlane
+from sregym.conductor.journal import Journal, RunHeader, open_journals, read_journal
+from sregym.core.problem import Selector
+from sregym.core.registry import import_path
+
+PLUGIN = '''
+import json
+from pathlib import Path
+from pydantic import BaseModel, ConfigDict
+from sregym.injectors import Injector, Verification, injector
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    file: str
+    value: str
+
+
+@injector("unit_file_value")
+class FileValue(Injector[Params]):
+    """Writes a value into a JSON file; recover restores what plan() saw."""
+    Params = Params
+
+    def _read(self):
+        return json.loads(Path(self.params.file).read_text())
+
+    def plan(self):
+        return {"original": self._read().get(self.target.name)}
+
+    def inject(self, state):
+        data = self._read()
+        data[self.target.name] = self.params.value
+        Path(self.params.file).write_text(json.dumps(data))
+
+    def verify(self, state):
+        return Verification(self._read().get(self.target.name) == self.params.value)
+
+    def recover(self, state):
+        data = self._read()
+        data[self.target.name] = state["original"]
+        Path(self.params.file).write_text(json.dumps(data))
+'''
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> Path:
+    plugins = tmp_path / "plugins"
+    plugins.mkdir()
+    (plugins / "unit_file_value.py").write_text(PLUGIN)
+    import_path(plugins)
+    state = tmp_path / "world.json"
+    state.write_text(json.dumps({"a": "good", "b": "good"}))
+    return state
+
+
+def plane_for(journal: Journal) -> FaultPlane:
+    return FaultPlane(journal=journal, kube=None, app_namespace="app", run_id=journal.run_id, run_seed=1)
+
+
+async def start(plane: FaultPlane, key: str, world: Path) -> None:
+    await plane.start(key=key, kind="fault", injector="unit_file_value",
+                      params={"file": str(world), "value": f"broken-{key}"}, target=Selector(name=key))
+
+
+def test_intent_is_journaled_before_inject_and_recover_closes_it(world: Path, tmp_path: Path):
+    journal = Journal("r1", tmp_path / "journal")
+    journal.start(RunHeader(run_id="r1", problem_id="p"))
+    plane = plane_for(journal)
+
+    async def go():
+        await start(plane, "a", world)
+        rj = read_journal(journal.path)
+        assert [i.key for i in rj.open_intents] == ["a"]
+        assert rj.open_intents[0].state == {"original": "good"}
+        assert (await plane.verify("a", timeout=1)).ok
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+    assert json.loads(world.read_text()) == {"a": "good", "b": "good"}
+    assert read_journal(journal.path).open_intents == []
+    journal.close()
+    assert open_journals(tmp_path / "journal") == []
+
+
+def test_cleanup_after_a_crash_recovers_open_intents_newest_first(world: Path, tmp_path: Path):
+    directory = tmp_path / "journal"
+    journal = Journal("r2", directory)
+    journal.start(RunHeader(run_id="r2", problem_id="p", pid=999_999_999))
+    plane = plane_for(journal)
+
+    async def crash_midway():
+        await start(plane, "a", world)
+        await start(plane, "b", world)
+        await plane.stop("a")  # 'a' was recovered by the run; 'b' is left behind by the "crash"
+
+    anyio.run(crash_midway)
+    assert json.loads(world.read_text()) == {"a": "good", "b": "broken-b"}
+    results = cleanup_all(lambda header: None, directory=directory)
+    assert [(r.run_id, r.recovered, r.errors, r.closed) for r in results] == [("r2", ["b"], [], True)]
+    assert json.loads(world.read_text()) == {"a": "good", "b": "good"}
+    assert open_journals(directory) == []
+    assert cleanup_all(lambda header: None, directory=directory) == []  # idempotent: nothing left
+
+
+def test_cleanup_undoes_an_intent_whose_inject_never_ran(world: Path, tmp_path: Path):
+    directory = tmp_path / "journal"
+    journal = Journal("r3", directory)
+    journal.start(RunHeader(run_id="r3", problem_id="p", pid=999_999_999))
+    intent, _ = plane_for(journal).plan_intent(key="a", kind="fault", injector="unit_file_value",
+                                              params={"file": str(world), "value": "x"}, target=Selector(name="a"),
+                                              mechanism=None)
+    journal.intent(intent)  # killed between the journal write and inject()
+    [result] = cleanup_all(lambda header: None, directory=directory)
+    assert result.recovered == ["a"] and result.closed
+    assert json.loads(world.read_text())["a"] == "good"
+
+
+def test_a_torn_last_line_is_tolerated(tmp_path: Path):
+    journal = Journal("r4", tmp_path)
+    journal.start(RunHeader(run_id="r4", problem_id="p"))
+    with journal.path.open("a") as f:
+        f.write('{"op": "intent", "run_id": "r4", "ke')  # SIGKILL mid-write
+    rj = read_journal(journal.path)
+    assert rj.corrupt_lines == 1 and rj.header is not None and rj.open_intents == []
+
+
+def test_cleanup_leaves_a_live_run_alone(world: Path, tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    directory = tmp_path / "journal"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "sregym"])
+    try:
+        journal = Journal("r5", directory)
+        journal.start(RunHeader(run_id="r5", problem_id="p", pid=sleeper.pid))
+        anyio.run(start, plane_for(journal), "a", world)
+        [result] = cleanup_all(lambda header: None, directory=directory)
+        assert result.skipped and "still running" in result.skipped
+        assert json.loads(world.read_text())["a"] == "broken-a"
+        [forced] = cleanup_all(lambda header: None, directory=directory, force=True)
+        assert forced.recovered == ["a"]
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    assert os.getpid() != sleeper.pid

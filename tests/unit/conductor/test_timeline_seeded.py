@@ -1,0 +1,70 @@
+"""The resolved timeline: faults at their offsets, noise on a seeded schedule that repeats."""
+
+from __future__ import annotations
+
+from sregym.conductor.timeline import incident_onset, resolve_timeline
+from sregym.core.problem import Problem
+
+
+def make_problem(**noise) -> Problem:
+    return Problem.model_validate({
+        "id": "metastable", "title": "t", "alert": "Search latency is far above its objective.",
+        "app": {"name": "hotel"},
+        "faults": [
+            {"id": "small_pool", "injector": "pool", "role": "vulnerability"},
+            {"id": "surge", "injector": "load", "at": 30, "duration": 60, "role": "trigger"},
+        ],
+        "noise": {"per_window": 2, "window_seconds": 100, "duration_seconds": 20, **noise},
+        "ground_truth": {"root_cause": "a pool too small for a retry storm", "component": "search",
+                         "mechanism": "pool", "faulty_fault_ids": ["small_pool"]},
+        "oracles": {"mitigation": [{"name": "slo"}]},
+        "difficulty": "hard",
+        "tags": {"layer": "application", "fault_family": "pool", "failure_mode": "latency"},
+        "budgets": {"seconds": 300},
+    })
+
+
+def as_tuples(events):
+    return [(e.at, e.action, e.kind, e.name, e.injector) for e in events]
+
+
+def test_same_seed_gives_the_same_timeline():
+    p = make_problem()
+    assert as_tuples(resolve_timeline(p, 7, True)) == as_tuples(resolve_timeline(p, 7, True))
+
+
+def test_different_seed_gives_a_different_noise_schedule():
+    p = make_problem()
+    assert as_tuples(resolve_timeline(p, 7, True)) != as_tuples(resolve_timeline(p, 8, True))
+
+
+def test_faults_start_and_stop_at_their_offsets():
+    events = resolve_timeline(make_problem(), 1, noise=False)
+    assert as_tuples(events) == [
+        (0.0, "start", "fault", "small_pool", "pool"),
+        (30.0, "start", "fault", "surge", "load"),
+        (90.0, "stop", "fault", "surge", "load"),
+    ]
+    assert incident_onset(events) == 30.0
+
+
+def test_noise_fills_each_window_over_the_horizon_and_always_stops():
+    events = [e for e in resolve_timeline(make_problem(), 3, True) if e.kind == "noise"]
+    starts = [e for e in events if e.action == "start"]
+    stops = {e.name: e.at for e in events if e.action == "stop"}
+    # horizon = last fault start (30) + agent budget (300) = 330 s -> 4 windows of 100 s, 2 each
+    assert len(starts) == 8
+    for w in range(4):
+        assert sum(w * 100 <= e.at < (w + 1) * 100 for e in starts) == 2
+    assert all(abs(stops[e.name] - (e.at + 20)) < 1e-6 for e in starts)
+    assert all(e.injector.startswith("noise_") for e in events)
+
+
+def test_noise_off_or_zero_per_window_has_no_noise():
+    assert all(e.kind == "fault" for e in resolve_timeline(make_problem(), 3, False))
+    assert all(e.kind == "fault" for e in resolve_timeline(make_problem(per_window=0), 3, True))
+
+
+def test_events_are_sorted_by_time():
+    ats = [e.at for e in resolve_timeline(make_problem(), 11, True)]
+    assert ats == sorted(ats)

@@ -141,98 +141,45 @@ def test_a_list_instead_of_a_mapping_is_refused(folders, capsys):
     assert "expected a mapping" in out
 
 
-def test_missing_required_field_points_at_its_parent(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("  component: settings\n", ""))
+# (what is wrong, text in the good file, what replaces it, line, field, words the message must contain)
+EDITS = [
+    ("missing required field (reported at its parent's key)", "  component: settings\n", "", 16,
+     "ground_truth.component", "required field is missing"),
+    ("unknown field lists the known ones", "difficulty: easy", "dificulty: easy\ndifficulty: easy", 25,
+     "dificulty", "unknown field (known here: schema_version"),
+    ("wrong type", "    injector: unit_cm_key", "    injector: unit_cm_key\n    at: soon", 9,
+     "faults[0].at", "valid number"),
+    ("bad enum value", "difficulty: easy", "difficulty: extreme", 25, "difficulty", "'easy', 'medium' or 'hard'"),
+    ("duplicate key", "title: A setting drifted", "title: A setting drifted\ntitle: again", 3, "title",
+     "written twice"),
+    ("id differs from the file name", "id: drift", "id: other_name", 1, "id", "must equal the file name"),
+    ("unknown injector", "injector: unit_cm_key", "injector: unit_cm_kye", 8, "faults[0].injector",
+     "unknown injector 'unit_cm_kye'"),
+    ("missing injector parameter", "      key: greeting", "      value: greeting", 9, "faults[0].params.key",
+     "required parameter of injector 'unit_cm_key' is missing"),
+    ("unknown injector parameter", "      key: greeting", "      key: greeting\n      kee: 1", 11,
+     "faults[0].params.kee", "it takes: key, value"),
+    ("target kind the injector does not act on", "kind: ConfigMap", "kind: Secret", 12, "faults[0].target.kind",
+     "acts on ConfigMap, not Secret"),
+    ("unknown mitigation oracle", "- name: unit_ok", "- name: unit_nope", 22, "oracles.mitigation[0].name",
+     "unknown mitigation oracle 'unit_nope'"),
+    ("bad oracle parameter type", "threshold: 0.5", "threshold: high", 24, "oracles.mitigation[0].params.threshold",
+     "valid number"),
+    ("unknown noise type", "  per_window: 0", "  per_window: 1\n  types: [wobble]", 16, "noise.types[0]",
+     "unknown noise type 'wobble'"),
+    ("alert that names the fault plane", "Users report wrong greetings", "Injected fault in", 3, "alert",
+     "must not name the fault plane"),
+]
+
+
+@pytest.mark.parametrize(("old", "new", "line", "field", "words"), [e[1:] for e in EDITS], ids=[e[0] for e in EDITS])
+def test_each_bad_edit_gets_one_message_with_file_line_and_field(folders, capsys, old, new, line, field, words):
+    good = GOOD.format(id="drift")
+    assert old in good
+    path = write(folders[0], good.replace(old, new))
     code, out = validate(folders, capsys)
-    # ground_truth: starts on line 16; the missing key is reported there.
-    assert_one_clear_error(code, out, path, 16, "ground_truth.component")
-    assert "required field is missing" in out
-
-
-def test_unknown_field_is_a_typo_with_the_known_fields_listed(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("difficulty: easy", "dificulty: easy\ndifficulty: easy"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 25, "dificulty")
-    assert "unknown field" in out and "difficulty" in out
-
-
-def test_wrong_type_names_the_line_of_the_value(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("    injector: unit_cm_key",
-                                                             "    injector: unit_cm_key\n    at: soon"))
-    assert_one_clear_error(*validate(folders, capsys), path, 9, "faults[0].at")
-
-
-def test_bad_enum_value(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("difficulty: easy", "difficulty: extreme"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 25, "difficulty")
-    assert "easy" in out and "hard" in out
-
-
-def test_duplicate_key_is_refused(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("title: A setting drifted",
-                                                             "title: A setting drifted\ntitle: again"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 3, "title")
-    assert "twice" in out
-
-
-def test_id_must_match_the_file_name(folders, capsys):
-    path = write(folders[0], GOOD.format(id="other_name"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 1, "id")
-    assert "file name" in out
-
-
-def test_unknown_injector_suggests_a_close_name(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("injector: unit_cm_key", "injector: unit_cm_kye"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 8, "faults[0].injector")
-    assert "unknown injector 'unit_cm_kye'" in out and "unit_cm_key" in out
-
-
-def test_missing_injector_parameter(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("      key: greeting", "      value: greeting"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 9, "faults[0].params.key")
-    assert "required parameter" in out
-
-
-def test_unknown_injector_parameter_lists_the_known_ones(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("      key: greeting", "      key: greeting\n      kee: 1"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 11, "faults[0].params.kee")
-    assert "it takes: key, value" in out
-
-
-def test_target_kind_the_injector_does_not_act_on(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("kind: ConfigMap", "kind: Secret"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 12, "faults[0].target.kind")
-    assert "acts on ConfigMap" in out
-
-
-def test_unknown_mitigation_oracle(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("- name: unit_ok", "- name: unit_nope"))
-    assert_one_clear_error(*validate(folders, capsys), path, 22, "oracles.mitigation[0].name")
-
-
-def test_bad_oracle_parameter_type(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("threshold: 0.5", "threshold: high"))
-    assert_one_clear_error(*validate(folders, capsys), path, 24, "oracles.mitigation[0].params.threshold")
-
-
-def test_unknown_noise_type(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("  per_window: 0", "  per_window: 1\n  types: [wobble]"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 16, "noise.types[0]")
-    assert "unknown noise type 'wobble'" in out
-
-
-def test_alert_that_names_the_fault_plane_is_refused(folders, capsys):
-    path = write(folders[0], GOOD.format(id="drift").replace("Users report wrong greetings", "Injected fault in"))
-    code, out = validate(folders, capsys)
-    assert_one_clear_error(code, out, path, 3, "alert")
+    assert_one_clear_error(code, out, path, line, field)
+    assert words in out.replace("\n", ""), out
 
 
 def test_two_faults_with_one_id(folders, capsys):

@@ -40,16 +40,18 @@ def read_record(path: Path) -> RunRecord:
 
 
 def indexed_record_paths(directory: Path) -> list[Path]:
-    """Record files a suite index lists (lines a kill cut short are skipped)."""
-    paths = []
-    for line in (directory / INDEX_FILE).read_text().splitlines():
+    """Record files a suite index lists: for a cell run more than once (a retried error), its last
+    run only. Lines a kill cut short are skipped."""
+    latest: dict[object, Path] = {}
+    for n, line in enumerate((directory / INDEX_FILE).read_text().splitlines()):
         try:
             entry = json.loads(line)
         except json.JSONDecodeError:
             continue
         if isinstance(entry, dict) and entry.get("record"):
-            paths.append(directory / entry["record"])
-    return paths
+            cell = tuple(entry.get(k) for k in ("agent", "problem_id", "seed", "noise"))
+            latest[cell if None not in cell else n] = directory / entry["record"]
+    return list(latest.values())
 
 
 def record_paths(directory: Path) -> list[Path]:

@@ -73,3 +73,17 @@ def test_estimates_print_with_their_interval_in_the_metric_unit():
     assert fmt(Estimate(112.4, 85, 139), "ttm_s") == "112s [85-139s]"
     assert fmt(Estimate(3650, 3500, 3800), "tokens") == "3.6k [3.5k-3.8k]"
     assert fmt(Estimate(None), "e2e") == "n/a"
+
+
+def test_a_retried_cell_counts_once_with_its_last_run(tmp_path):
+    import json as _json
+
+    first = make_record(problem="p1", status="error")
+    second = first.model_copy(update={"run_id": "retry", "status": "completed"})
+    write_records([first, second], tmp_path)
+    with (tmp_path / "index.jsonl").open("w") as f:
+        for r in (first, second):
+            f.write(_json.dumps({"run_id": r.run_id, "problem_id": r.problem_id, "agent": r.agent.name,
+                                 "seed": r.seed, "noise": r.noise, "status": r.status,
+                                 "record": f"{r.run_id}.json"}) + "\n")
+    assert [r.status for r in load_records([tmp_path])] == ["completed"]

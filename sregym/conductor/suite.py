@@ -1,0 +1,384 @@
+"""Suites: run every (problem, seed, noise) cell of a suite with one agent, resumably.
+
+Each cell is one ``run_problem`` call; its record and a line of ``index.jsonl`` land in the suite's
+results directory. ``--resume`` reads that index and runs only the cells without a finished line
+(a killed suite leaves the cell it was running without one, so exactly that cell and the ones
+after it run again). A run that fails is recorded as an error cell and the suite goes on; only a
+missing prerequisite, a bad input, or several failures in a row (the cluster is likely broken)
+stop it.
+
+``--parallel N`` runs up to N cells side by side when they do not conflict (see ``claims``): each
+cell claims its app namespace, any other namespace its faults name, and the nodes of node-level
+faults. A second cell of an app that is already running gets its own namespace
+(``<namespace>-p<slot>``), so the same app can run twice at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import platform
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+
+import sregym
+from sregym.conductor.agent import agent_info
+from sregym.conductor.run import INDEX_FILE, new_run_id, write_record
+from sregym.core.errors import PrerequisiteError, UserInputError
+from sregym.core.problem import Problem
+from sregym.core.record import RunRecord, Versions
+# Statuses after which a cell is done; an aborted (interrupted) run always runs again.
+FINISHED = ("completed", "error")
+ANY_NODE = "node:*"
+
+CellKey = tuple[str, str, int, bool]  # agent, problem id, seed, noise
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One (problem, seed, noise) episode of one agent."""
+
+    agent: str
+    problem: str
+    seed: int
+    noise: bool
+
+    @property
+    def key(self) -> CellKey:
+        return (self.agent, self.problem, self.seed, self.noise)
+
+    @property
+    def label(self) -> str:
+        return f"{self.problem} seed {self.seed} {'noise' if self.noise else 'quiet'}"
+
+
+def suite_cells(problems: Iterable[str], agent: str, seeds: Iterable[int], noise: Iterable[bool]) -> list[Cell]:
+    """Every cell, problem by problem (so a partial suite covers whole problems first)."""
+    seeds, noise = list(seeds), list(noise)
+    return [Cell(agent, p, s, n) for p in problems for s in seeds for n in noise]
+
+
+# -- the index: what has finished ------------------------------------------------------------------
+
+def read_index(out_dir: Path) -> list[dict[str, Any]]:
+    """Lines of ``index.jsonl`` (a line a kill cut short is skipped)."""
+    path = out_dir / INDEX_FILE
+    if not path.is_file():
+        return []
+    entries = []
+    for line in path.read_text().splitlines():
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(entry, dict) and {"agent", "problem_id", "seed", "noise", "status"} <= entry.keys():
+            entries.append(entry)
+    return entries
+
+
+def end_index_line(out_dir: Path) -> None:
+    """Finish a line a kill cut short, so the next appended line is not glued onto it."""
+    path = out_dir / INDEX_FILE
+    if path.is_file() and path.stat().st_size:
+        with path.open("rb+") as f:
+            f.seek(-1, 2)
+            if f.read(1) != b"\n":
+                f.write(b"\n")
+
+
+def entry_key(entry: dict[str, Any]) -> CellKey:
+    return (entry["agent"], entry["problem_id"], int(entry["seed"]), bool(entry["noise"]))
+
+
+def cell_states(entries: Iterable[dict[str, Any]], out_dir: Path) -> dict[CellKey, str]:
+    """The latest status of each cell in the index; a line whose record file is gone does not count."""
+    states: dict[CellKey, str] = {}
+    for e in entries:
+        record = e.get("record")
+        if record and not (out_dir / record).is_file():
+            continue
+        states[entry_key(e)] = e["status"]
+    return states
+
+
+def cells_to_run(cells: Sequence[Cell], states: dict[CellKey, str], *, retry_errors: bool = False) -> list[Cell]:
+    """The cells a resumed suite still has to run (error cells too when ``retry_errors``)."""
+    done = ("completed",) if retry_errors else FINISHED
+    return [c for c in cells if states.get(c.key) not in done]
+
+
+# -- conflicts between cells that would run side by side -------------------------------------------
+
+def problem_namespace(problem: Problem) -> str:
+    """The namespace a problem's app uses by default (its app name stands for the app's default)."""
+    return problem.app.namespace or problem.app.name
+
+
+def claims(problem: Problem, namespace: str, is_node_level: Callable[[str], bool]) -> frozenset[str]:
+    """What a run of ``problem`` in ``namespace`` holds exclusively while it runs.
+
+    ``ns:<name>`` for its app namespace and any other namespace a fault targets; ``node:<name>``
+    for each node a node-level fault targets, or ``node:*`` when the node is only known once the
+    fault picks its target pod (such a cell conflicts with every other node-level cell).
+    """
+    held = {f"ns:{namespace}"}
+    for fault in problem.faults:
+        t = fault.target
+        if t.namespace and t.namespace != problem.app.namespace:
+            held.add(f"ns:{t.namespace}")
+        if t.kind == "Node" or is_node_level(fault.injector):
+            node = t.node or (t.name if t.kind == "Node" else None)
+            held.add(f"node:{node}" if node else ANY_NODE)
+    return frozenset(held)
+
+
+def conflict(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Two claim sets conflict when they share a claim, or one holds any node and the other a node."""
+    if a & b:
+        return True
+    a_nodes = any(c.startswith("node:") for c in a)
+    b_nodes = any(c.startswith("node:") for c in b)
+    return (ANY_NODE in a and b_nodes) or (ANY_NODE in b and a_nodes)
+
+
+def free_namespace(base: str, in_use: Iterable[str], slots: int) -> str | None:
+    """``base`` if no running cell uses it, else the first free ``<base>-p<k>`` (None: all taken)."""
+    used = set(in_use)
+    for name in [base, *(f"{base}-p{k}" for k in range(1, slots))]:
+        if name not in used:
+            return name
+    return None
+
+
+def pick_runnable(pending: Sequence[frozenset[str]], running: Sequence[frozenset[str]], free: int) -> list[int]:
+    """Indices of pending claim sets to start now, in order, conflicting with neither the running
+    cells nor each other; at most ``free`` of them. The first pending cell always starts when
+    nothing runs, so a suite never stalls."""
+    chosen: list[int] = []
+    held = list(running)
+    for i, want in enumerate(pending):
+        if len(chosen) >= free:
+            break
+        if not any(conflict(want, h) for h in held):
+            chosen.append(i)
+            held.append(want)
+    return chosen
+
+
+def default_node_level(injector: str) -> bool:
+    """Whether a registered injector acts on a node (holds the node while it runs)."""
+    from sregym.injectors.api import INJECTORS
+
+    return bool(getattr(INJECTORS.get(injector), "node_level", False))
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+RunFn = Callable[..., Any]  # run_problem(problem, *, agent, seed, noise, out_dir, cluster, suite) -> RunRecord
+
+
+@dataclass
+class SuiteSummary:
+    planned: int
+    skipped: int
+    statuses: Counter[str] = field(default_factory=Counter)
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def ran(self) -> int:
+        return sum(self.statuses.values())
+
+
+def with_namespace(problem: Problem, namespace: str) -> Problem:
+    """The problem with its app in ``namespace`` (unchanged when that is its default)."""
+    if namespace == problem_namespace(problem):
+        return problem
+    return problem.model_copy(update={"app": problem.app.model_copy(update={"namespace": namespace})})
+
+
+class InlineExecutor:
+    """An executor that runs each call at once in the calling thread (``--parallel 1``)."""
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        fut: Future = Future()
+        try:
+            fut.set_result(fn(*args))
+        except Exception as e:  # noqa: BLE001 - handed to the suite loop like a thread's error
+            fut.set_exception(e)
+        return fut
+
+    def __enter__(self) -> InlineExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+
+def _default_run_fn() -> RunFn:
+    from sregym.conductor.run import run_problem  # the engine's; tests pass their own
+
+    return run_problem
+
+
+def _error_record(problem: Problem, cell: Cell, suite: str, error: BaseException, seconds: float) -> RunRecord:
+    """The record of a cell whose run failed before the engine could write one."""
+    now = datetime.now(timezone.utc)
+    return RunRecord(
+        run_id=new_run_id(),
+        problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite, app=problem.app.name,
+        namespace=problem.app.namespace or "", agent=agent_info(cell.agent), seed=cell.seed, noise=cell.noise,
+        difficulty=problem.difficulty.value, tags=problem.tags.model_dump(mode="json"), ended_at=now,
+        status="error", error=f"{type(error).__name__}: {error}", phases={"total": round(seconds, 3)},
+        versions=Versions(sregym=sregym.__version__, python=platform.python_version()))
+
+
+class SuiteRunner:
+    """Runs the cells of one suite for one agent into ``out_dir`` (see the module docstring)."""
+
+    def __init__(self, problems: Sequence[Problem], *, suite: str, agent: str, seeds: Sequence[int],
+                 noise: Sequence[bool], out_dir: Path, cluster: Any = None, run_fn: RunFn | None = None,
+                 run_kwargs: dict[str, Any] | None = None, parallel: int = 1, retry_errors: bool = False,
+                 max_consecutive_errors: int = 3, console: Console | None = None,
+                 is_node_level: Callable[[str], bool] = default_node_level):
+        if parallel < 1:
+            raise UserInputError("--parallel must be at least 1")
+        self.problems = {p.id: p for p in problems}
+        self.suite, self.agent, self.out_dir, self.cluster = suite, agent, Path(out_dir), cluster
+        self.cells = suite_cells(self.problems, agent, seeds, noise)
+        self.run_fn = run_fn or _default_run_fn()
+        self.run_kwargs = run_kwargs or {}
+        self.parallel, self.retry_errors = parallel, retry_errors
+        self.max_consecutive_errors = max_consecutive_errors
+        self.console = console or Console(stderr=True)
+        self.is_node_level = is_node_level
+
+    def pending(self, *, resume: bool) -> list[Cell]:
+        """Cells to run; without ``resume`` a results directory that has any of them is refused."""
+        states = cell_states(read_index(self.out_dir), self.out_dir)
+        todo = cells_to_run(self.cells, states, retry_errors=self.retry_errors)
+        if not resume and len(todo) < len(self.cells):
+            raise UserInputError(
+                f"{self.out_dir} already holds results of {len(self.cells) - len(todo)} of these "
+                f"{len(self.cells)} runs", hint="add --resume to run only the missing ones, or choose another --out")
+        return todo
+
+    def _call(self, cell: Cell, namespace: str) -> RunRecord:
+        problem = with_namespace(self.problems[cell.problem], namespace)
+        call = functools.partial(self.run_fn, problem, agent=cell.agent, seed=cell.seed, noise=cell.noise,
+                                 out_dir=self.out_dir, cluster=self.cluster, suite=self.suite, **self.run_kwargs)
+        if inspect.iscoroutinefunction(self.run_fn):
+            import anyio
+
+            return anyio.run(call)
+        return call()
+
+    def _indexed_runs(self, cell: Cell) -> int:
+        return sum(entry_key(e) == cell.key for e in read_index(self.out_dir))
+
+    def _finish(self, cell: Cell, outcome: RunRecord | BaseException, before: int, started: float,
+                summary: SuiteSummary) -> BaseException | None:
+        """Note one finished cell; returns the error when it failed."""
+        took = time.monotonic() - started
+        if isinstance(outcome, BaseException):
+            if self._indexed_runs(cell) == before:  # the engine wrote no record: write the error cell
+                write_record(_error_record(self.problems[cell.problem], cell, self.suite, outcome, took), self.out_dir)
+            summary.statuses["error"] += 1
+            summary.errors.append(f"{cell.label}: {outcome}")
+            self.console.print(f"[red]✗[/] {escape(cell.label)}: error: {escape(str(outcome))} [dim]{took:.0f}s[/]")
+            return outcome
+        summary.statuses[outcome.status] += 1
+        diag = {True: "pass", False: "fail", None: "not judged"}[outcome.diagnosis_passed]
+        mit = {True: "pass", False: "fail", None: "-"}[outcome.mitigation_passed]
+        self.console.print(f"[green]✓[/] {escape(cell.label)}: {outcome.status}, diagnosis {diag}, "
+                           f"mitigation {mit} [dim]{took:.0f}s[/]")
+        return None
+
+    def run(self, *, resume: bool = False) -> SuiteSummary:
+        """Run every pending cell; returns what ran. Raises on a prerequisite or input error, or
+        after ``max_consecutive_errors`` failed runs in a row."""
+        todo = self.pending(resume=resume)
+        summary = SuiteSummary(planned=len(self.cells), skipped=len(self.cells) - len(todo))
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        end_index_line(self.out_dir)
+        if summary.skipped:
+            self.console.print(f"resuming: {summary.skipped} of {len(self.cells)} runs already finished")
+        started = time.monotonic()
+        columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+        with Progress(*columns, console=self.console, transient=False) as progress:
+            task = progress.add_task(f"suite {self.suite} / {self.agent}", total=len(todo))
+            self._loop(todo, summary, progress, task)
+        summary.seconds = time.monotonic() - started
+        return summary
+
+    def _loop(self, todo: list[Cell], summary: SuiteSummary, progress: Progress, task: Any) -> None:
+        pending = list(todo)
+        running: dict[Future, tuple[Cell, frozenset[str], str, int, float]] = {}
+        streak = 0
+        # One at a time runs in this thread, so Ctrl-C reaches the run and it recovers as `sregym run` does.
+        pool = InlineExecutor() if self.parallel == 1 else ThreadPoolExecutor(self.parallel, "suite-cell")
+        with pool:
+            while pending or running:
+                self._start(pending, running, pool, progress, task)
+                done, _ = wait(list(running), return_when=FIRST_COMPLETED)
+                for fut in done:
+                    cell, _claims, _ns, before, t0 = running.pop(fut)
+                    exc = fut.exception()
+                    failed = self._finish(cell, exc if exc is not None else fut.result(), before, t0, summary)
+                    progress.advance(task)
+                    streak = streak + 1 if failed else 0
+                    fatal = isinstance(failed, (PrerequisiteError, UserInputError))
+                    if failed and (fatal or streak >= self.max_consecutive_errors):
+                        pending.clear()  # let the cells already running finish (and recover), then stop
+                        wait(list(running))
+                        why = "nothing else can succeed" if fatal else f"{streak} runs in a row failed"
+                        self.console.print(f"[red]stopping:[/] {why}; fix the cause and run again with "
+                                           "--resume --retry-errors")
+                        raise failed
+
+    def _start(self, pending: list[Cell], running: dict, pool: Any, progress: Progress,
+               task: Any) -> None:
+        """Start as many pending cells as free slots and conflicts allow."""
+        free = self.parallel - len(running)
+        if free <= 0 or not pending:
+            return
+        held = [v[1] for v in running.values()]
+        used_ns = [v[2] for v in running.values()]
+        options: list[tuple[int, frozenset[str], str]] = []
+        for i, cell in enumerate(pending):
+            problem = self.problems[cell.problem]
+            ns = free_namespace(problem_namespace(problem), used_ns, self.parallel)
+            if ns is not None:
+                options.append((i, claims(problem, ns, self.is_node_level), ns))
+        chosen = pick_runnable([o[1] for o in options], held, free)
+        picked = [options[j] for j in chosen]
+        for i, want, ns in picked:
+            cell = pending[i]
+            labels = [v[0].label for v in running.values()] + [cell.label]
+            progress.update(task, description=f"suite {self.suite} / {self.agent}: {', '.join(labels)}")
+            before = self._indexed_runs(cell)
+            t0 = time.monotonic()
+            running[pool.submit(self._call, cell, ns)] = (cell, want, ns, before, t0)
+            used_ns.append(ns)
+        for i in sorted((p[0] for p in picked), reverse=True):
+            del pending[i]

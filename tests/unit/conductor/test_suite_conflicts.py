@@ -1,0 +1,88 @@
+"""Which suite cells may run side by side: pure functions over claims."""
+
+from sregym.conductor.suite import (
+    ANY_NODE,
+    cell_states,
+    cells_to_run,
+    claims,
+    conflict,
+    free_namespace,
+    pick_runnable,
+    suite_cells,
+)
+from sregym.core.problem import Problem
+
+
+def problem(app="hotel", injector="env_var", app_namespace=None, **target) -> Problem:
+    return Problem.model_validate({
+        "id": "p", "title": "p", "alert": "users see errors on the search page",
+        "app": {"name": app, "namespace": app_namespace},
+        "faults": [{"id": "f", "injector": injector, "target": target}],
+        "ground_truth": {"root_cause": "a wrong value in the config", "component": "geo", "mechanism": "m"},
+        "oracles": {"mitigation": [{"name": "slo"}]}, "difficulty": "easy",
+        "tags": {"layer": "application", "fault_family": "config", "failure_mode": "errors"},
+    })
+
+
+def node_level(injector: str) -> bool:
+    return injector in ("latent_sector_error", "process_signal")
+
+
+def test_an_app_fault_claims_only_its_namespace():
+    assert claims(problem(), "hotel", node_level) == {"ns:hotel"}
+
+
+def test_a_fault_in_another_namespace_claims_that_namespace_too():
+    assert claims(problem(app_namespace="hotel", namespace="kube-system", kind="Deployment"), "hotel",
+                  node_level) == {"ns:hotel", "ns:kube-system"}
+
+
+def test_a_node_level_fault_claims_its_node_or_any_node():
+    assert claims(problem(injector="latent_sector_error", node="worker-1"), "hotel", node_level) == {
+        "ns:hotel", "node:worker-1"}
+    assert ANY_NODE in claims(problem(injector="process_signal"), "hotel", node_level)
+    assert "node:n2" in claims(problem(kind="Node", name="n2"), "hotel", node_level)
+
+
+def test_conflicts_by_shared_claim_and_by_any_node():
+    assert conflict(frozenset({"ns:a"}), frozenset({"ns:a", "node:x"}))
+    assert not conflict(frozenset({"ns:a", "node:x"}), frozenset({"ns:b", "node:y"}))
+    assert conflict(frozenset({"ns:a", ANY_NODE}), frozenset({"ns:b", "node:y"}))
+    assert not conflict(frozenset({"ns:a", ANY_NODE}), frozenset({"ns:b"}))
+
+
+def test_pick_runnable_fills_free_slots_in_order_without_conflicts():
+    a, a2, b, n1, n2 = (frozenset(s) for s in (
+        {"ns:a"}, {"ns:a"}, {"ns:b"}, {"ns:c", ANY_NODE}, {"ns:d", "node:x"}))
+    assert pick_runnable([a, a2, b, n1, n2], [], 3) == [0, 2, 3]
+    assert pick_runnable([a, a2, b, n1, n2], [frozenset({"ns:b", "node:x"})], 5) == [0]
+    assert pick_runnable([a], [], 0) == []
+    assert pick_runnable([n1], [], 1) == [0]  # with nothing running, the first cell always starts
+
+
+def test_a_busy_namespace_gives_the_next_slot_namespace():
+    assert free_namespace("hotel", [], 3) == "hotel"
+    assert free_namespace("hotel", ["hotel"], 3) == "hotel-p1"
+    assert free_namespace("hotel", ["hotel", "hotel-p1", "hotel-p2"], 3) is None
+
+
+def test_cells_cover_problems_seeds_and_noise_and_resume_skips_finished(tmp_path):
+    cells = suite_cells(["p1", "p2"], "noop", [0, 1], [True, False])
+    assert len(cells) == 8 and cells[0].key == ("noop", "p1", 0, True)
+    (tmp_path / "r1.json").write_text("{}")
+    (tmp_path / "r2.json").write_text("{}")
+    entries = [
+        {"agent": "noop", "problem_id": "p1", "seed": 0, "noise": True, "status": "completed", "record": "r1.json"},
+        {"agent": "noop", "problem_id": "p1", "seed": 1, "noise": True, "status": "error", "record": "r2.json"},
+        {"agent": "noop", "problem_id": "p1", "seed": 0, "noise": False, "status": "aborted", "record": "r2.json"},
+        {"agent": "noop", "problem_id": "p2", "seed": 0, "noise": True, "status": "completed", "record": "gone.json"},
+        {"agent": "other", "problem_id": "p2", "seed": 1, "noise": True, "status": "completed", "record": "r1.json"},
+    ]
+    states = cell_states(entries, tmp_path)
+    todo = cells_to_run(cells, states)
+    assert ("noop", "p1", 0, True) not in [c.key for c in todo]
+    assert ("noop", "p1", 1, True) not in [c.key for c in todo]  # an error cell is finished
+    assert ("noop", "p1", 0, False) in [c.key for c in todo]  # an aborted one is not
+    assert ("noop", "p2", 0, True) in [c.key for c in todo]  # its record file is gone
+    assert len(todo) == 6
+    assert len(cells_to_run(cells, states, retry_errors=True)) == 7

@@ -32,6 +32,8 @@ class OnOff(str, Enum):
 def run(
     problem: Annotated[str, typer.Option("--problem", "-p", help="Problem id, or a path to a problem YAML file.")],
     agent: Annotated[str, typer.Option(help="Agent name: noop, random, react, command, oracle, ...")] = "noop",
+    model: Annotated[Optional[str], typer.Option(help="Model name, for LLM agents (react).")] = None,
+    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, for LLM agents.")] = None,
     seed: Annotated[int, typer.Option(help="Run seed: the same seed gives the same timeline and noise.")] = 0,
     noise: Annotated[OnOff, typer.Option(help="Seeded transient noise during the run.")] = OnOff.on,
     out: Annotated[Path, typer.Option(help="Folder for the run record <run_id>.json.")] = Path("runs"),
@@ -68,7 +70,8 @@ def run(
         lp.problem, agent=agent, seed=seed, noise=noise is OnOff.on, out_dir=out, cluster=cluster,
         budget_steps=budget_steps, budget_seconds=budget_seconds, budget_tokens=budget_tokens, console=console,
         driver=app_driver(charts_dir), baseline_window=baseline_window, grade_window=grade_window,
-        verify_timeout=verify_timeout, plugin_dirs=plugins))
+        verify_timeout=verify_timeout, plugin_dirs=plugins,
+        agent_options={k: v for k, v in {"model": model, "base_url": base_url}.items() if v}))
     mit, diag = record.grades.mitigation, record.grades.diagnosis
     console.print(f"run {record.run_id}: mitigation "
                   f"{'[green]passed[/]' if mit and mit.passed else '[red]failed[/]'}, diagnosis "

@@ -5,7 +5,6 @@ the namespace, never the fault."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -18,71 +17,63 @@ from sregym.core.errors import PrerequisiteError
 from sregym.core.record import AgentInfo
 from sregym.core.trajectory import Trajectory
 
-# Seconds an agent may overrun its wall budget (to submit) before the conductor stops it.
-GRACE_S = 30.0
 
-
-def task_prompt(alert: str, namespace: str) -> str:
-    return (
-        f"You are the on-call SRE. This alert fired:\n\n  {alert}\n\n"
-        f"The application runs in the Kubernetes namespace `{namespace}`. Investigate with the tools you have "
-        "(kubectl, metrics, logs, traces), find the root cause, and fix it. When you know the root cause, "
-        "submit a diagnosis with submit_diagnosis; when the service is healthy again, call submit_mitigation."
-    )
-
-
-def agent_info(name: str) -> AgentInfo:
+def build_agent(name: str, options: dict[str, Any] | None = None) -> Any:
+    """An agent from the agent plane's registry, built by name (``oracle`` is built by the run)."""
     if name == "oracle":
-        return AgentInfo(name="oracle", kind="oracle", leaderboard=False)
-    model = None
+        return None
     try:
         from sregym.agentplane.agents import AGENTS
+    except ImportError as e:
+        raise PrerequisiteError(f"the agent plane is not available ({e})") from None
+    return AGENTS.get(name)(**(options or {}))
 
-        cls = AGENTS.get(name)
-        kind = getattr(cls, "kind", "baseline")
-        model = getattr(cls, "model", None)
-    except ImportError:
-        kind = "baseline"
+
+def agent_info(name: str, runner: Any = None) -> AgentInfo:
+    """How the record names the agent (``runner``: the built agent, for its model); the oracle is an
+    upper bound and never ranked."""
+    if name == "oracle":
+        return AgentInfo(name="oracle", kind="oracle", leaderboard=False)
+    if runner is None:
+        try:
+            from sregym.agentplane.agents import AGENTS
+
+            runner = AGENTS.get(name)
+        except Exception:  # noqa: BLE001 - an unknown agent is reported when it is built
+            return AgentInfo(name=name)
+    kind = getattr(runner, "kind", "baseline")
+    model = getattr(runner, "model", None)
     return AgentInfo(name=name, kind=kind if kind in ("baseline", "llm", "external") else "baseline",
                      model=model if isinstance(model, str) else None)
 
 
-def _plane_modules() -> tuple[Any, Any, Any, Any]:
+async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
+                    budgets: Budgets, seed: int, forbidden_words: list[str],
+                    note: Callable[[str], None] = lambda m: None) -> Trajectory:
+    """Run one agent against the live incident and return what it did.
+
+    The agent gets an RBAC-limited kubeconfig (revoked afterwards) and the SRE prompt, which is
+    checked not to contain ``forbidden_words`` (problem id, fault ids, injector names)."""
     try:
-        from sregym.agentplane.agents import AGENTS, AgentResult
         from sregym.agentplane.budgets import AgentBudgets
         from sregym.agentplane.plane import AgentPlane
+        from sregym.agentplane.prompt import check_prompt, render_prompt
+        from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
     except ImportError as e:
-        raise PrerequisiteError(f"the agent plane is not available ({e})",
-                                hint="sregym.agentplane must provide plane.AgentPlane and agents.AGENTS") from None
-    return AgentPlane, AGENTS, AgentResult, AgentBudgets
-
-
-def agent_access(cluster: ClusterHandle, namespace: str) -> Path:
-    """A kubeconfig for the agent: a ServiceAccount limited by RBAC to the app's namespace."""
+        raise PrerequisiteError(f"the agent plane is not available ({e})") from None
+    plane_budgets = AgentBudgets(**budgets.model_dump())
+    kubeconfig = await anyio.to_thread.run_sync(create_agent_access, cluster.kube, app.namespace)
     try:
-        from sregym.cluster.agent_access import create_agent_access
-    except ImportError as e:
-        raise PrerequisiteError(f"agent access is not available ({e})",
-                                hint="sregym.cluster.agent_access.create_agent_access is needed") from None
-    return create_agent_access(cluster.kube, namespace)
-
-
-async def run_agent(*, agent: str, cluster: ClusterHandle, app: DeployedApp, alert: str, budgets: Budgets,
-                    seed: int, oracle_factory: Callable[[], Any] | None = None,
-                    note: Callable[[str], None] = lambda m: None) -> Trajectory:
-    """Run one agent against the live incident and return what it did."""
-    AgentPlane, AGENTS, AgentResult, AgentBudgets = _plane_modules()
-    kubeconfig = await anyio.to_thread.run_sync(agent_access, cluster, app.namespace)
-    async with AgentPlane(agent_kubeconfig=kubeconfig, prometheus_url=app.prometheus_url,
-                          traces_url=app.traces_url, logs_url=app.logs_url, namespace=app.namespace,
-                          budgets=AgentBudgets(**budgets.model_dump())) as plane:
-        task = plane.task(prompt=task_prompt(alert, app.namespace), seed=seed)
-        runner = oracle_factory() if agent == "oracle" and oracle_factory else AGENTS.get(agent)()
-        result = None
-        with anyio.move_on_after(budgets.seconds + GRACE_S) as scope:
-            result = await runner.run(task)
-        if scope.cancelled_caught or result is None:
-            note(f"agent {agent} exceeded its {budgets.seconds:.0f}s budget and was stopped")
-            result = AgentResult(stop_reason="budget_seconds")
-        return plane.trajectory(result)
+        async with AgentPlane(kubeconfig, app.namespace, plane_budgets, prometheus_url=app.prometheus_url,
+                              traces_url=app.traces_url, logs_url=app.logs_url) as plane:
+            prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),
+                                   traces=bool(app.traces_url), mcp_url=plane.mcp_url)
+            task = plane.task(prompt=check_prompt(prompt, forbidden_words), seed=seed)
+            result = await plane.run_agent(runner, task)
+            if result.stop_reason != "submitted" or result.error:
+                note(f"agent {agent} stopped: {result.stop_reason}{': ' + result.error if result.error else ''}")
+            return plane.trajectory(result)
+    finally:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(lambda: revoke_agent_access(cluster.kube, app.namespace,
+                                                                       kubeconfig=kubeconfig))

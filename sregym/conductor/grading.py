@@ -15,6 +15,9 @@ from sregym.core.problem import Problem
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
 from sregym.core.trajectory import Trajectory
 from sregym.oracles import MITIGATION_ORACLES, MitigationContext
+from sregym.oracles.scoring import complete_grades
+
+__all__ = ["complete_grades", "grade_diagnosis", "grade_mitigation"]
 
 
 def _check_one(ref_name: str, raw: dict[str, Any], ctx: MitigationContext) -> CheckResult:

@@ -24,10 +24,10 @@ from rich.console import Console
 import sregym
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
-from sregym.conductor.agent import agent_info, run_agent
+from sregym.conductor.agent import agent_info, build_agent, run_agent
 from sregym.conductor.appdriver import AppDriver, DeployedApp, app_driver
 from sregym.conductor.faultplane import FaultPlane
-from sregym.conductor.grading import grade_diagnosis, grade_mitigation
+from sregym.conductor.grading import complete_grades, grade_diagnosis, grade_mitigation
 from sregym.conductor.journal import Journal, RunHeader
 from sregym.conductor.oracle_agent import OracleAgent
 from sregym.conductor.progress import Phases
@@ -59,6 +59,11 @@ def noise_exclusions(problem: Problem) -> list[str]:
     names = {problem.ground_truth.component, *problem.noise.exclude}
     names |= {f.target.name for f in problem.faults if f.target.name}
     return sorted(n for n in names if n)
+
+
+def forbidden_words(problem: Problem) -> list[str]:
+    """Words the agent's prompt must never contain: they would name the problem or the fault."""
+    return sorted({problem.id, *(f.id for f in problem.faults), *(f.injector for f in problem.faults)})
 
 
 def versions(cluster: ClusterHandle) -> Versions:
@@ -110,17 +115,19 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
                       budget_tokens: int | None = None, suite: str | None = None, console: Console | None = None,
                       driver: AppDriver | None = None, baseline_window: float = 30.0, grade_window: float = 60.0,
                       verify_timeout: float = 90.0, journal_dir: Path | None = None,
-                      plugin_dirs: list[Path] | None = None) -> RunRecord:
+                      plugin_dirs: list[Path] | None = None, agent_options: dict[str, Any] | None = None
+                      ) -> RunRecord:
     """Run ``problem`` once with ``agent`` and write its record to ``out_dir/<run_id>.json``.
 
     ``plugin_dirs`` are the ``--plugins`` folders this process imported; the journal keeps them so
     ``sregym cleanup`` can rebuild plug-in injectors after a crash."""
     driver = driver or app_driver()
+    runner = build_agent(agent, agent_options)  # an unknown agent fails here, before any change
     run_id = new_run_id()
     budgets = budgets_for(problem, budget_steps, budget_seconds, budget_tokens)
     phases = Phases(console, label=problem.id)
     record = RunRecord(run_id=run_id, problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite,
-                       app=problem.app.name, namespace=problem.app.namespace or "", agent=agent_info(agent),
+                       app=problem.app.name, namespace=problem.app.namespace or "", agent=agent_info(agent, runner),
                        seed=seed, noise=noise, difficulty=problem.difficulty.value,
                        tags=problem.tags.model_dump(mode="json"), versions=versions(cluster))
     record.timeline = resolve_timeline(problem, seed, noise, agent_seconds=budgets.seconds)
@@ -148,23 +155,23 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
                                 note=phases.note)
         with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
             await player.play_until(incident_onset(record.timeline))
-        deployed = app
-
-        def oracle() -> OracleAgent:
-            return OracleAgent(plane, problem.ground_truth, health=lambda: driver.health(deployed, cluster))
+        if agent == "oracle":
+            deployed = app
+            runner = OracleAgent(plane, problem.ground_truth, health=lambda: driver.health(deployed, cluster))
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(player.play_rest)
             with phases.phase("agent", agent):
                 record.trajectory = await run_agent(
-                    agent=agent, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
-                    seed=derive_seed(seed, "agent"), oracle_factory=oracle, note=phases.note)
+                    agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
+                    seed=derive_seed(seed, "agent"), forbidden_words=forbidden_words(problem), note=phases.note)
             tg.cancel_scope.cancel()
         for err in await player.stop_noise():
             phases.note(f"noise recover failed: {err}")
         with phases.phase("grade", f"window {grade_window:.0f}s"):
             record.grades.diagnosis = await grade_diagnosis(problem, record.trajectory)
             record.grades.mitigation = await grade_mitigation(problem, app, cluster, record.baseline, grade_window)
+            record.grades = complete_grades(record.grades, record.trajectory, problem.ground_truth, budgets)
     except BaseException as e:  # noqa: BLE001 - recorded, recovered, then re-raised below
         failure = e
         aborted = isinstance(e, (KeyboardInterrupt, anyio.get_cancelled_exc_class()))

@@ -1,0 +1,130 @@
+"""The engine on the real local cluster: a full run with the simplest agents writes a valid record
+and leaves no fault behind; SIGKILL of `sregym run` at several phases, then `sregym cleanup`,
+leaves no fault in place; `sregym validate` proves the test problem.
+
+The problem, its fault primitive (a ConfigMap key rewrite), its oracle and its app (one pause
+pod and one ConfigMap) live next to this file and are loaded the way a researcher's would be.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sregym.core.record import RunRecord
+
+HERE = Path(__file__).parent
+PROBLEM = "tiny_settings_drift"
+NAMESPACE = "tiny"
+
+pytestmark = pytest.mark.cluster
+
+
+def sregym_args(cluster, *args: str) -> list[str]:
+    return [sys.executable, "-m", "sregym", *args, "--problems-dir", str(HERE / "problems"),
+            "--plugins", str(HERE / "plugins"), "--kubeconfig", str(cluster.kubeconfig)]
+
+
+def run_args(cluster, out: Path, agent: str = "noop", grade_window: str = "3") -> list[str]:
+    return sregym_args(cluster, "run", "--problem", PROBLEM, "--agent", agent, "--noise", "off", "--seed", "3",
+                       "--out", str(out), "--charts-dir", str(HERE / "charts"), "--budget-seconds", "60",
+                       "--baseline-window", "1", "--grade-window", grade_window, "--verify-timeout", "30")
+
+
+@pytest.fixture()
+def state(tmp_path: Path) -> dict[str, str]:
+    """A private journal folder (SREGYM_STATE) so these runs and cleanups see only their own."""
+    return {**os.environ, "SREGYM_STATE": str(tmp_path / "state")}
+
+
+def greeting(cluster) -> str | None:
+    cm = cluster.kube.core.read_namespaced_config_map("tiny-settings", NAMESPACE)
+    return (cm.data or {}).get("greeting")
+
+
+def open_journals(env: dict[str, str]) -> list[Path]:
+    return sorted((Path(env["SREGYM_STATE"]) / "journal").glob("*.jsonl"))
+
+
+def test_a_run_with_the_noop_agent_writes_a_valid_record_and_leaves_no_fault(cluster, tmp_path, state):
+    out = tmp_path / "runs"
+    proc = subprocess.run(run_args(cluster, out), env=state, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    [path] = list(out.glob("*.json"))
+    record = RunRecord.model_validate_json(path.read_text())
+    assert record.problem_id == PROBLEM and record.status == "completed"
+    assert record.agent.name == "noop" and record.trajectory.submission("mitigation") is not None
+    assert record.mechanisms == {"greeting": "kubernetes-api"}
+    assert record.timeline[0].ok and record.timeline[0].done_at is not None
+    # The noop agent changed nothing, so the rewritten key was still there when graded.
+    assert record.grades.mitigation is not None and record.grades.mitigation.passed is False
+    assert record.grades.mitigation.checks[0].evidence["value"] == "goodbye"
+    assert set(record.phases) >= {"prepare", "baseline", "inject", "agent", "grade", "recover"}
+    assert greeting(cluster) == "hello"
+    assert open_journals(state) == []
+
+
+def test_the_oracle_agent_mitigates_and_is_never_ranked(cluster, tmp_path, state):
+    out = tmp_path / "runs"
+    proc = subprocess.run(run_args(cluster, out, agent="oracle"), env=state, capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
+    assert record.agent.kind == "oracle" and record.agent.leaderboard is False
+    assert record.grades.mitigation.passed is True
+    diagnosis = record.trajectory.submission("diagnosis")
+    assert diagnosis is not None and "greeting" in diagnosis.text
+    assert greeting(cluster) == "hello"
+
+
+def wait_for_journal_op(env: dict[str, str], op: str, proc: subprocess.Popen, timeout: float = 600) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for path in open_journals(env):
+            if any(json.loads(line).get("op") == op for line in path.read_text().splitlines() if line.strip()):
+                return
+        assert proc.poll() is None, f"sregym run ended before writing {op!r}: {proc.stderr.read()}"
+        time.sleep(0.05)
+    raise AssertionError(f"no {op!r} entry in the journal after {timeout}s")
+
+
+@pytest.mark.parametrize(("op", "delay"), [("intent", 0.0), ("applied", 0.0), ("applied", 4.0)],
+                         ids=["right-after-intent", "right-after-inject", "during-agent-or-grade"])
+def test_sigkill_at_any_phase_then_cleanup_leaves_no_fault(cluster, tmp_path, state, op, delay):
+    proc = subprocess.Popen(run_args(cluster, tmp_path / "runs", grade_window="30"), env=state,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_journal_op(state, op, proc)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert open_journals(state), "the killed run left no journal"
+    clean = subprocess.run([sys.executable, "-m", "sregym", "cleanup", "--kubeconfig", str(cluster.kubeconfig)],
+                           env=state, capture_output=True, text=True, timeout=300)
+    assert clean.returncode == 0, clean.stderr
+    assert "clean" in clean.stderr
+    assert greeting(cluster) == "hello"
+    assert open_journals(state) == []
+    again = subprocess.run([sys.executable, "-m", "sregym", "cleanup", "--kubeconfig", str(cluster.kubeconfig)],
+                           env=state, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and "nothing to clean" in again.stderr
+
+
+def test_validate_proves_the_problem(cluster, state):
+    proc = subprocess.run(sregym_args(cluster, "validate", PROBLEM, "--charts-dir", str(HERE / "charts"),
+                                      "--grade-window", "2", "--verify-timeout", "30"),
+                          env=state, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "valid" in proc.stdout and "INVALID" not in proc.stdout
+    assert greeting(cluster) == "hello"

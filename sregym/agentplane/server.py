@@ -253,6 +253,8 @@ async def _blocking(fn: Any, *args: Any) -> dict[str, Any]:
         return await anyio.to_thread.run_sync(fn, *args)
     except (obs.QueryError, TimeFormatError) as e:
         raise ToolError(str(e)) from None
+    except Exception as e:  # noqa: BLE001 - e.g. the API unreachable: the agent should read why, not crash
+        raise ToolError(f"the query failed: {type(e).__name__}: {str(e)[:300]}") from None
 
 
 class _Finished:

@@ -30,6 +30,13 @@ NUDGE = ("Continue with a tool call. When you know the cause and have fixed it, 
 MAX_TEXT_ONLY_TURNS = 3
 
 
+def first_leaf(e: BaseException) -> BaseException:
+    """The first real exception inside (possibly nested) task-group exception groups."""
+    while isinstance(e, BaseExceptionGroup) and e.exceptions:
+        e = e.exceptions[0]
+    return e
+
+
 def openai_tools(tools: list[Tool]) -> list[dict[str, Any]]:
     """MCP tool listings in the chat-completions ``tools`` format."""
     return [function_tool(t.name, t.description or t.name, t.input_schema or {"type": "object", "properties": {}})
@@ -74,7 +81,8 @@ class ReactAgent(Agent):
             if scope.cancelled_caught:
                 reason = "budget_seconds"
         except Exception as e:  # noqa: BLE001 - the run record must say why the agent stopped
-            return AgentResult(model_turns=turns, stop_reason="error", error=f"{type(e).__name__}: {e}",
+            cause = first_leaf(e)
+            return AgentResult(model_turns=turns, stop_reason="error", error=f"{type(cause).__name__}: {cause}",
                                model=self.model)
         return AgentResult(model_turns=turns, stop_reason=reason, model=self.model)
 

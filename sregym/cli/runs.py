@@ -100,6 +100,8 @@ def cleanup(
             from sregym.cluster.providers import current_cluster
 
             return current_cluster(kubeconfig, context).kube
+        if not Path(header.kubeconfig).is_file():
+            return None  # that cluster is gone; only faults outside Kubernetes can still be undone
         return Kube(Path(header.kubeconfig), header.context)
 
     results = cleanup_all(kube_for, force=force)

@@ -156,3 +156,21 @@ def test_cleanup_leaves_a_live_run_alone(world: Path, tmp_path: Path):
         sleeper.kill()
         sleeper.wait()
     assert os.getpid() != sleeper.pid
+
+
+def test_the_cleanup_command_imports_the_runs_plugins_in_a_fresh_process(world: Path, tmp_path: Path):
+    """After a crash, `sregym cleanup` (a new process) rebuilds plug-in injectors from the journal."""
+    import os
+    import subprocess
+    import sys
+
+    state = tmp_path / "state"
+    journal = Journal("r6", state / "journal")
+    journal.start(RunHeader(run_id="r6", problem_id="p", pid=999_999_999, plugins=[str(tmp_path / "plugins")],
+                            kubeconfig=str(tmp_path / "cluster-long-gone.kubeconfig")))
+    anyio.run(start, plane_for(journal), "a", world)
+    proc = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env={**os.environ, "SREGYM_STATE": str(state)},
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "clean r6: recovered a" in proc.stderr
+    assert json.loads(world.read_text())["a"] == "good"

@@ -42,6 +42,7 @@ from rich.progress import (
 
 import sregym
 from sregym.conductor.agent import agent_info
+from sregym.conductor.checks import NOISE_PREFIX
 from sregym.conductor.run import INDEX_FILE, new_run_id, write_record
 from sregym.core.errors import PrerequisiteError, UserInputError
 from sregym.core.problem import Problem
@@ -133,14 +134,19 @@ def problem_namespace(problem: Problem) -> str:
     return problem.app.namespace or problem.app.name
 
 
-def claims(problem: Problem, namespace: str, is_node_level: Callable[[str], bool]) -> frozenset[str]:
+def claims(problem: Problem, namespace: str, is_node_level: Callable[[str], bool], *,
+           noise: bool = False) -> frozenset[str]:
     """What a run of ``problem`` in ``namespace`` holds exclusively while it runs.
 
     ``ns:<name>`` for its app namespace and any other namespace a fault targets; ``node:<name>``
     for each node a node-level fault targets, or ``node:*`` when the node is only known once the
-    fault picks its target pod (such a cell conflicts with every other node-level cell).
+    fault picks its target pod (such a cell conflicts with every other node-level cell). With
+    ``noise``, node-level noise (a CPU burst on a seeded node) could land under a neighbour's
+    grading window, so it claims ``node:*`` too.
     """
     held = {f"ns:{namespace}"}
+    if noise and any(is_node_level(f"{NOISE_PREFIX}{t}") for t in problem.noise.types):
+        held.add(ANY_NODE)
     for fault in problem.faults:
         t = fault.target
         if t.namespace and t.namespace != problem.app.namespace:
@@ -188,6 +194,8 @@ def default_node_level(injector: str) -> bool:
     """Whether a registered injector acts on a node (holds the node while it runs)."""
     from sregym.injectors.api import INJECTORS
 
+    if injector not in INJECTORS:  # unknown names are refused by check_problem before a suite starts
+        return False
     return bool(getattr(INJECTORS.get(injector), "node_level", False))
 
 
@@ -369,7 +377,7 @@ class SuiteRunner:
             problem = self.problems[cell.problem]
             ns = free_namespace(problem_namespace(problem), used_ns, self.parallel)
             if ns is not None:
-                options.append((i, claims(problem, ns, self.is_node_level), ns))
+                options.append((i, claims(problem, ns, self.is_node_level, noise=cell.noise), ns))
         chosen = pick_runnable([o[1] for o in options], held, free)
         picked = [options[j] for j in chosen]
         for i, want, ns in picked:

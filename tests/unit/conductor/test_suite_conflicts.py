@@ -86,3 +86,16 @@ def test_cells_cover_problems_seeds_and_noise_and_resume_skips_finished(tmp_path
     assert ("noop", "p2", 0, True) in [c.key for c in todo]  # its record file is gone
     assert len(todo) == 6
     assert len(cells_to_run(cells, states, retry_errors=True)) == 7
+
+
+def test_node_level_noise_claims_any_node_only_when_noise_is_on():
+    p = problem()
+    p.noise.types = ["cpu_burst", "pod_restart"]
+
+    def level(name: str) -> bool:
+        return name == "noise_cpu_burst"
+
+    assert ANY_NODE in claims(p, "hotel", level, noise=True)
+    assert ANY_NODE not in claims(p, "hotel", level, noise=False)
+    p.noise.types = ["pod_restart"]
+    assert ANY_NODE not in claims(p, "hotel", level, noise=True)

@@ -1,0 +1,63 @@
+"""The nightly chart lints, renders a CronJob that runs the suite with records on a volume, and
+the API server accepts its objects (server-side dry run on the real cluster)."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sregym.cluster.kube import helm_path
+
+CHART = Path(__file__).parents[3] / "charts" / "nightly"
+
+
+def helm(*args: str) -> str:
+    proc = subprocess.run([helm_path(), *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout
+
+
+def render(*sets: str) -> dict[str, dict]:
+    out = helm("template", "night", str(CHART), "--namespace", "lab", *(x for s in sets for x in ("--set", s)))
+    return {d["kind"]: d for d in yaml.safe_load_all(out) if d}
+
+
+def test_the_chart_lints_clean():
+    assert "0 chart(s) failed" in helm("lint", str(CHART), "--strict")
+
+
+def test_the_cronjob_runs_each_agent_with_resume_and_keeps_records_on_the_volume(tmp_path):
+    objs = render("agents={noop,react}", "seeds=3", "noise=off")
+    assert set(objs) == {"ServiceAccount", "ClusterRoleBinding", "PersistentVolumeClaim", "ConfigMap", "CronJob"}
+    job = objs["CronJob"]["spec"]
+    pod = job["jobTemplate"]["spec"]["template"]["spec"]
+    assert job["concurrencyPolicy"] == "Forbid"
+    assert pod["serviceAccountName"] == objs["ServiceAccount"]["metadata"]["name"]
+    assert objs["ClusterRoleBinding"]["subjects"][0]["name"] == pod["serviceAccountName"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+    assert env["AGENTS"] == "noop react" and env["SEEDS"] == "3" and env["NOISE"] == "off"
+    assert env["SREGYM_STATE"].startswith("/results")
+    claim = pod["volumes"][0]["persistentVolumeClaim"]["claimName"]
+    assert claim == objs["PersistentVolumeClaim"]["metadata"]["name"]
+    script = objs["ConfigMap"]["data"]["nightly.sh"]
+    assert "--resume" in script and "sregym leaderboard build" in script and "sregym cleanup" in script
+    (tmp_path / "nightly.sh").write_text(script)
+    assert subprocess.run(["sh", "-n", str(tmp_path / "nightly.sh")]).returncode == 0
+
+
+def test_an_existing_claim_replaces_the_chart_pvc():
+    objs = render("results.existingClaim=lab-records")
+    assert "PersistentVolumeClaim" not in objs
+    vols = objs["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["volumes"]
+    assert vols[0]["persistentVolumeClaim"]["claimName"] == "lab-records"
+
+
+@pytest.mark.cluster
+def test_the_api_server_accepts_the_chart(cluster, tmp_path):
+    manifest = tmp_path / "nightly.yaml"
+    manifest.write_text(helm("template", "night", str(CHART), "--namespace", "default"))
+    out = cluster.kube.kubectl("apply", "--dry-run=server", "-n", "default", "-f", str(manifest))
+    for kind in ("cronjob.batch/night-nightly", "persistentvolumeclaim/night-nightly-results",
+                 "clusterrolebinding.rbac.authorization.k8s.io/night-nightly"):
+        assert kind in out.stdout

@@ -1,0 +1,34 @@
+"""benchmarks/suite_overhead.py: framework time is wall time less the agent, with median and p95."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+from report_records import make_record, write_records
+
+_spec = importlib.util.spec_from_file_location(
+    "suite_overhead", Path(__file__).parents[3] / "benchmarks" / "suite_overhead.py")
+overhead = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(overhead)
+
+
+def test_framework_time_is_the_run_less_the_agent_phase():
+    rec = make_record(phases={"prepare": 20, "baseline": 30, "agent": 100, "grade": 40, "recover": 10})
+    assert overhead.framework_seconds(rec) == pytest.approx(100)
+    assert overhead.framework_seconds(make_record()) is None
+
+
+def test_quantiles_interpolate_like_numpy():
+    assert overhead.quantile([1, 2, 3, 4], 0.5) == 2.5
+    assert overhead.quantile(list(range(101)), 0.95) == pytest.approx(95)
+
+
+def test_the_script_prints_median_and_p95(tmp_path, capsys):
+    recs = [make_record(problem=f"p{i}", seed=i, phases={"prepare": 10.0 * i, "agent": 50.0}) for i in range(1, 6)]
+    recs.append(make_record(problem="px", seed=9, status="error", phases={"prepare": 999.0}))
+    write_records(recs, tmp_path)
+    assert overhead.main([str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "runs: 5" in out
+    assert "median 30.0 s, p95 48.0 s" in out
+    assert "meets" in out

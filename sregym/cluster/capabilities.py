@@ -28,6 +28,8 @@ CAPABILITIES: dict[str, str] = {
     "netem": "netem qdisc: latency, jitter, loss, reordering",
     "tbf": "tbf qdisc: bandwidth limit (and queueing delay)",
     "iptables_statistic": "iptables statistic match: random packet loss",
+    "iptables_string": "iptables string match: drop DNS queries for one name",
+    "nfqueue": "iptables NFQUEUE: hand packets to a user-space process (delay)",
     "fuse": "/dev/fuse: user-space file systems",
     "loop": "loop devices",
     "seccomp": "seccomp filters (SCMP_ACT_ERRNO) and runc with libseccomp",

@@ -17,6 +17,7 @@ and needs no CRI client in the image).
 from __future__ import annotations
 
 import hashlib
+import json
 import shlex
 import socket
 import subprocess
@@ -34,12 +35,12 @@ from sregym.core.errors import ClusterError, FaultError
 NODE_TOOLS_IMAGE = "sregym/node-tools:latest"
 HOST_MOUNT = "/host"
 
-# Finds the init process of a container: the lowest PID whose cgroup names the container id and
-# whose parent does not (the parent is the containerd shim).
-_PID_SCRIPT = r"""
-import os, sys
+# Lists the processes of a container: every PID whose cgroup names the container id, with its
+# parent, state, start time (to detect PID reuse) and command line.
+_PROCS_SCRIPT = r"""
+import json, os, sys
 cid = sys.argv[1]
-pids = {}
+out = []
 for d in os.listdir('/proc'):
     if not d.isdigit():
         continue
@@ -48,12 +49,16 @@ for d in os.listdir('/proc'):
             if cid not in f.read():
                 continue
         with open(f'/proc/{d}/stat') as f:
-            ppid = int(f.read().rsplit(')', 1)[1].split()[1])
+            stat = f.read()
+        with open(f'/proc/{d}/cmdline', 'rb') as f:
+            cmd = f.read().replace(b'\0', b' ').decode(errors='replace').strip()
     except OSError:
         continue
-    pids[int(d)] = ppid
-roots = sorted(p for p, pp in pids.items() if pp not in pids)
-print(roots[0] if roots else '')
+    comm = stat[stat.index('(') + 1:stat.rindex(')')]
+    rest = stat.rsplit(')', 1)[1].split()
+    out.append({'pid': int(d), 'ppid': int(rest[1]), 'state': rest[0], 'starttime': rest[19],
+                'comm': comm, 'cmdline': cmd})
+print(json.dumps(out))
 """
 
 # Prints the start time (clock ticks since boot) of a PID, so a later kill can make sure the PID
@@ -216,24 +221,60 @@ def runner_for(kube: Kube, node: str, namespace: str, *, image: str = NODE_TOOLS
     return _RUNNERS[key]
 
 
-def container_pid(runner: NodeRunner, container_id: str) -> int:
-    """PID (in the node's PID namespace) of the init process of a container.
+@dataclass(frozen=True)
+class ContainerProcess:
+    pid: int
+    ppid: int
+    state: str
+    starttime: str
+    comm: str
+    cmdline: str
+
+
+def container_processes(runner: NodeRunner, container_id: str) -> list[ContainerProcess]:
+    """Processes of a container (PIDs in the node's PID namespace), init first.
 
     ``container_id`` is the id from ``status.containerStatuses[].containerID``, with or without
     its ``containerd://`` prefix.
     """
     cid = container_id.split("://", 1)[-1]
-    out = runner.run(["python3", "-c", _PID_SCRIPT, cid], timeout=60).stdout.strip()
-    if not out:
-        raise FaultError(f"no process of container {cid[:12]} on node {runner.node}",
+    procs = [ContainerProcess(**p) for p in json.loads(
+        runner.run(["python3", "-c", _PROCS_SCRIPT, cid], timeout=60).stdout or "[]")]
+    pids = {p.pid for p in procs}
+    # the init process is the one whose parent (the containerd shim) is outside the container
+    return sorted(procs, key=lambda p: (p.ppid in pids, p.pid))
+
+
+def container_pid(runner: NodeRunner, container_id: str) -> int:
+    """PID (in the node's PID namespace) of the init process of a container."""
+    procs = container_processes(runner, container_id)
+    if not procs:
+        raise FaultError(f"no process of container {container_id.split('://', 1)[-1][:12]} on node {runner.node}",
                          hint="the container may have restarted; plan again")
-    return int(out)
+    return procs[0].pid
 
 
 def process_starttime(runner: NodeRunner, pid: int) -> str | None:
     """Kernel start time of ``pid`` (None if it no longer exists)."""
     proc = runner.run(["python3", "-c", _STARTTIME_SCRIPT, str(pid)], check=False, timeout=30)
     return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def pids_with_cmdline(runner: NodeRunner, token: str) -> list[tuple[int, str]]:
+    """(pid, start time) of processes whose command line contains ``token`` (a unique file name
+    this run created, never a program name)."""
+    script = ("import os,sys\nfor d in os.listdir('/proc'):\n if d.isdigit() and d != str(os.getpid()):\n"
+              "  try:\n   c=open(f'/proc/{d}/cmdline','rb').read().decode(errors='replace')\n"
+              "   s=open(f'/proc/{d}/stat').read().rsplit(')',1)[1].split()\n  except OSError:\n   continue\n"
+              "  if sys.argv[1] in c and s[0]!='Z': print(d, s[19])")
+    out = runner.run(["python3", "-c", script, token], timeout=60).stdout
+    return [(int(a), b) for a, b in (line.split() for line in out.splitlines())]
+
+
+def install_file(runner: NodeRunner, path: str, text: str) -> None:
+    """Write ``text`` to ``path`` on the node (creating its directory)."""
+    runner.run(["sh", "-c", f"mkdir -p {shlex.quote(path.rsplit('/', 1)[0])} && cat > {shlex.quote(path)}"],
+               input=text, timeout=60)
 
 
 def spawn(runner: NodeRunner, argv: Sequence[str], *, log: str = "/dev/null") -> tuple[int, str]:

@@ -99,6 +99,12 @@ def probe() -> dict[str, dict[str, object]]:
     put("iptables_statistic", rc == 0,
         "iptables statistic match works in a throwaway netns" if rc == 0 else f"refused: {out}")
 
+    rc, out = _netns("iptables -A OUTPUT -p udp --dport 53 -m string --algo bm --hex-string '|03|www|' -j DROP")
+    put("iptables_string", rc == 0,
+        "iptables string match works in a throwaway netns" if rc == 0 else f"refused: {out}")
+    rc, out = _netns("iptables -A OUTPUT -j NFQUEUE --queue-num 7 --queue-bypass")
+    put("nfqueue", rc == 0, "iptables NFQUEUE target works in a throwaway netns" if rc == 0 else f"refused: {out}")
+
     fusermount = shutil.which("fusermount3") or shutil.which("fusermount")
     put("fuse", os.path.exists("/dev/fuse"), f"/dev/fuse {'present' if os.path.exists('/dev/fuse') else 'absent'}; "
         f"fusermount: {fusermount or 'absent (not needed: sregym mounts itself)'}")

@@ -1,0 +1,62 @@
+"""A ResourceQuota or LimitRange too tight for a workload's pods to be (re)created."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
+from sregym.injectors import Verification, injector
+from sregym.injectors.edits import WorkloadEdit
+from sregym.injectors.objects import create_object, delete_object, list_objects
+
+
+class QuotaParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    how: Literal["quota", "limit_range"] = "quota"
+    name: str = Field("compute-resources", description="name of the object created in the namespace")
+    max_memory: str = Field("8Mi", description="limit_range: the per-container memory maximum")
+
+
+@injector("resource_quota")
+class ResourceQuota(WorkloadEdit[QuotaParams]):
+    """Add a ResourceQuota (pods capped at the count of the *other* pods) or a LimitRange (memory
+    maximum below the container's) to the namespace, then delete the target's pods: the controller
+    cannot recreate them."""
+
+    Params = QuotaParams
+
+    def plan(self) -> dict[str, Any]:
+        state = self.workload_state(["metadata", "generation"], lambda b: b)
+        ns = state["workload"][1]
+        mine = {p["metadata"]["name"] for p in self.live_pods(state)}
+        others = [p for p in list_objects(self.ctx.kube, "Pod", ns)
+                  if p["metadata"]["name"] not in mine and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+        meta = {"name": self.params.name, "namespace": ns, "labels": {OWNER_LABEL: OWNER_VALUE}}
+        if self.params.how == "quota":
+            manifest = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta,
+                        "spec": {"hard": {"pods": str(len(others))}}}
+        else:
+            manifest = {"apiVersion": "v1", "kind": "LimitRange", "metadata": meta,
+                        "spec": {"limits": [{"type": "Container", "max": {"memory": self.params.max_memory}}]}}
+        return {"edits": [], "manifest": manifest, "pods": sorted(mine), "workload": state["workload"]}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        create_object(self.ctx.kube, state["manifest"])
+        for pod in state["pods"]:
+            delete_object(self.ctx.kube, "Pod", pod, state["workload"][1])
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        ns = state["workload"][1]
+        refused = [e for e in list_objects(self.ctx.kube, "Event", ns)
+                   if e.get("reason") == "FailedCreate" and ("quota" in (e.get("message") or "")
+                                                            or "LimitRange" in (e.get("message") or "")
+                                                            or "maximum" in (e.get("message") or ""))]
+        alive = [p for p in self.live_pods(state) if not p["metadata"].get("deletionTimestamp")]
+        return Verification(bool(refused) and not alive,
+                            f"pod creations refused: {len(refused)}; target pods alive: {len(alive)}")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        m = state["manifest"]
+        delete_object(self.ctx.kube, m["kind"], m["metadata"]["name"], m["metadata"]["namespace"])

@@ -1,0 +1,60 @@
+"""Pods that cannot be scheduled: impossible nodeSelector, impossible affinity, or a node taint."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.injectors import Verification, injector
+from sregym.injectors.edits import WorkloadEdit
+from sregym.injectors.objects import ABSENT, delete_object, dig, edit, require_object
+from sregym.injectors.observe import unschedulable
+
+
+class UnschedulableParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    how: Literal["node_selector", "affinity", "taint"] = "node_selector"
+    label: str = Field("node.kubernetes.io/pool", description="node label (node_selector, affinity) or taint key")
+    value: str = Field("reserved", description="a value no node has (label) or the taint's value")
+
+
+@injector("unschedulable")
+class Unschedulable(WorkloadEdit[UnschedulableParams]):
+    """Make a workload's new pods unschedulable. node_selector/affinity change the pod template (a
+    stuck rollout, then pending pods); taint puts a NoSchedule taint on the pods' nodes and deletes
+    the pods, so replacements stay Pending (other new pods on those nodes are refused too)."""
+
+    Params = UnschedulableParams
+
+    def plan(self) -> dict[str, Any]:
+        p = self.params
+        if p.how == "node_selector":
+            return self.workload_state(["spec", "template", "spec", "nodeSelector"],
+                                       lambda b: {**(b if b != ABSENT else {}), p.label: p.value})
+        if p.how == "affinity":
+            term = {"matchExpressions": [{"key": p.label, "operator": "In", "values": [p.value]}]}
+            return self.workload_state(["spec", "template", "spec", "affinity"], lambda b: {
+                **(b if b != ABSENT else {}),
+                "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}})
+        state = self.workload_state(["metadata", "generation"], lambda b: b)  # locates the workload
+        pods = self.live_pods(state)
+        nodes = sorted({x["spec"]["nodeName"] for x in pods if x["spec"].get("nodeName")})
+        taint = {"key": p.label, "value": p.value, "effect": "NoSchedule"}
+        edits = []
+        for node in nodes:
+            obj = require_object(self.ctx.kube, "Node", node, None)
+            before = dig(obj, ["spec", "taints"])
+            after = [t for t in (before if before != ABSENT else []) if t.get("key") != p.label] + [taint]
+            edits.append(edit("Node", None, node, ["spec", "taints"], before, after))
+        state.update(edits=edits, pods=[x["metadata"]["name"] for x in pods])
+        return state
+
+    def inject(self, state: dict[str, Any]) -> None:
+        super().inject(state)
+        for pod in state.get("pods", []):
+            delete_object(self.ctx.kube, "Pod", pod, state["workload"][1])
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        stuck = unschedulable(self.live_pods(state))
+        return Verification(bool(stuck), f"unschedulable pods: {', '.join(stuck) or 'none'}")

@@ -1,0 +1,184 @@
+"""Kubernetes object helpers shared by the primitives: find workloads and pods, edit fields.
+
+Edits are recorded as plain data (kind, namespace, name, JSON path, before, after) so that
+``plan`` can journal them and ``recover`` can restore ``before`` after a crash. Setting a field is
+idempotent: applying the same edit twice leaves the same object.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from functools import lru_cache
+from typing import Any, TypeVar
+
+from kubernetes.client.exceptions import ApiException
+from kubernetes.dynamic import DynamicClient
+from kubernetes.dynamic.exceptions import NotFoundError, UnprocessibleEntityError
+
+from sregym.core.errors import FaultError, UserInputError
+from sregym.core.problem import Selector
+
+ABSENT = {"$absent": True}  # marks a field that did not exist (recover removes it)
+
+API_VERSIONS = {
+    "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "ReplicaSet": "apps/v1",
+    "Pod": "v1", "Service": "v1", "ConfigMap": "v1", "Secret": "v1", "PersistentVolumeClaim": "v1",
+    "Node": "v1", "Namespace": "v1", "ServiceAccount": "v1", "ResourceQuota": "v1", "LimitRange": "v1",
+    "Endpoints": "v1", "Event": "v1", "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
+    "NetworkPolicy": "networking.k8s.io/v1", "EndpointSlice": "discovery.k8s.io/v1",
+}
+WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
+RESTART_ANNOTATION = "kubectl.kubernetes.io/restartedAt"  # what `kubectl rollout restart` sets
+
+T = TypeVar("T")
+
+
+@lru_cache(maxsize=8)
+def _dynamic(api_client: Any) -> DynamicClient:
+    return DynamicClient(api_client)
+
+
+def resource(kube: Any, kind: str):
+    return _dynamic(kube.api_client).resources.get(api_version=API_VERSIONS[kind], kind=kind)
+
+
+def namespace_of(ctx: Any, target: Selector) -> str:
+    return target.namespace or ctx.app_namespace
+
+
+def get_object(kube: Any, kind: str, name: str, namespace: str | None) -> dict | None:
+    """The object as a plain dict, or None if it does not exist."""
+    try:
+        return resource(kube, kind).get(name=name, namespace=namespace).to_dict()
+    except NotFoundError:
+        return None
+
+
+def require_object(kube: Any, kind: str, name: str, namespace: str | None, where: str = "target") -> dict:
+    obj = get_object(kube, kind, name, namespace)
+    if obj is None:
+        raise UserInputError(f"{where}: {kind} {namespace + '/' if namespace else ''}{name} does not exist")
+    return obj
+
+
+def list_objects(kube: Any, kind: str, namespace: str | None, labels: dict[str, str] | None = None) -> list[dict]:
+    selector = ",".join(f"{k}={v}" for k, v in (labels or {}).items()) or None
+    return resource(kube, kind).get(namespace=namespace, label_selector=selector).to_dict()["items"]
+
+
+def _pointer(path: list[str | int]) -> str:
+    return "/" + "/".join(str(p).replace("~", "~0").replace("/", "~1") for p in path)
+
+
+def dig(obj: Any, path: list[str | int]) -> Any:
+    """The value at ``path`` in ``obj``, or ``ABSENT``."""
+    for p in path:
+        try:
+            obj = obj[p]
+        except (KeyError, IndexError, TypeError):
+            return ABSENT
+    return obj
+
+
+def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list[str | int], value: Any) -> None:
+    """Set (or, for ``ABSENT``, remove) one field with a JSON patch. Idempotent."""
+    ptr = _pointer(path)
+    if value == ABSENT:
+        ops = [{"op": "remove", "path": ptr}]
+    else:
+        ops = [{"op": "replace" if isinstance(path[-1], int) else "add", "path": ptr, "value": value}]
+    try:
+        resource(kube, kind).patch(name=name, namespace=namespace, body=ops,
+                                   content_type="application/json-patch+json")
+    except UnprocessibleEntityError:
+        if value != ABSENT:  # removing a field already gone is fine; anything else is not
+            raise
+    except NotFoundError:
+        if value != ABSENT:
+            raise FaultError(f"{kind} {namespace}/{name} disappeared while being changed") from None
+
+
+def edit(kind: str, namespace: str | None, name: str, path: list[str | int], before: Any, after: Any) -> dict:
+    """One journaled field change."""
+    return {"kind": kind, "namespace": namespace, "name": name, "path": path, "before": before, "after": after}
+
+
+def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
+    """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in reverse order."""
+    for e in reversed(edits) if undo else edits:
+        set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
+
+
+def create_object(kube: Any, manifest: dict) -> None:
+    """Create ``manifest``; an existing object of that name is left as is (idempotent)."""
+    try:
+        resource(kube, manifest["kind"]).create(body=manifest, namespace=manifest["metadata"].get("namespace"))
+    except ApiException as e:
+        if e.status != 409:
+            raise
+
+
+def delete_object(kube: Any, kind: str, name: str, namespace: str | None) -> None:
+    try:
+        resource(kube, kind).delete(name=name, namespace=namespace)
+    except NotFoundError:
+        pass
+
+
+def find_workload(kube: Any, namespace: str, target: Selector, where: str = "target") -> tuple[str, dict]:
+    """The one Deployment/StatefulSet/DaemonSet the selector names (by name or labels)."""
+    kinds = [target.kind] if target.kind in WORKLOAD_KINDS else list(WORKLOAD_KINDS)
+    found = []
+    for kind in kinds:
+        if target.name:
+            obj = get_object(kube, kind, target.name, namespace)
+            found += [(kind, obj)] if obj else []
+        elif target.labels:
+            found += [(kind, o) for o in list_objects(kube, kind, namespace, target.labels)]
+    if len(found) != 1:
+        what = "no workload" if not found else f"{len(found)} workloads"
+        raise UserInputError(f"{where}: {what} in namespace {namespace} match {target.describe()}",
+                             hint="name exactly one Deployment, StatefulSet or DaemonSet")
+    return found[0]
+
+
+def container_index(obj: dict, container: str | None, where: str = "target.container") -> int:
+    containers = obj["spec"]["template"]["spec"]["containers"]
+    if container is None:
+        return 0
+    for i, c in enumerate(containers):
+        if c["name"] == container:
+            return i
+    raise UserInputError(f"{where}: no container {container!r} in {obj['kind']} {obj['metadata']['name']} "
+                         f"(has {', '.join(c['name'] for c in containers)})")
+
+
+def pods_of(kube: Any, workload: dict) -> list[dict]:
+    """Live pods selected by a workload's selector (any phase)."""
+    labels = workload["spec"]["selector"].get("matchLabels") or {}
+    return list_objects(kube, "Pod", workload["metadata"]["namespace"], labels)
+
+
+def restart_path() -> list[str]:
+    return ["spec", "template", "metadata", "annotations"]
+
+
+def restart_edits(workload: dict) -> list[dict]:
+    """Edits that roll a workload's pods, like `kubectl rollout restart` (and undo to the old annotations)."""
+    before = dig(workload, restart_path())
+    after = dict(before) if before != ABSENT and before else {}
+    after[RESTART_ANNOTATION] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return [edit(workload["kind"], workload["metadata"]["namespace"], workload["metadata"]["name"],
+                 restart_path(), before, after)]
+
+
+def poll(check: Callable[[], T | None], timeout: float, interval: float = 2.0) -> T | None:
+    """Call ``check`` until it returns something truthy or ``timeout`` passes; return its last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() >= deadline:
+            return value
+        time.sleep(interval)

@@ -1,0 +1,60 @@
+"""Pure logic of Kubernetes object edits used by the primitives."""
+
+from injectors.image_tag import retag
+from injectors.rbac_revoke import revoke
+from injectors.resource_limits import throttled_periods
+from injectors.dns_failure import qname_hex
+from sregym.injectors.objects import ABSENT, RESTART_ANNOTATION, _pointer, dig, restart_edits
+from sregym.injectors.observe import terminated_reasons, unschedulable, waiting_reasons
+
+
+def test_dig_finds_values_and_marks_missing_ones_absent():
+    obj = {"spec": {"containers": [{"env": [{"name": "A"}]}]}}
+    assert dig(obj, ["spec", "containers", 0, "env"]) == [{"name": "A"}]
+    assert dig(obj, ["spec", "containers", 1]) == ABSENT
+    assert dig(obj, ["spec", "nodeSelector"]) == ABSENT
+
+
+def test_json_pointer_escapes_slashes_in_annotation_keys():
+    assert _pointer(["metadata", "annotations", "a/b~c"]) == "/metadata/annotations/a~1b~0c"
+
+
+def test_restart_keeps_other_template_annotations_and_undo_restores_them():
+    wl = {"kind": "Deployment", "metadata": {"name": "d", "namespace": "n"},
+          "spec": {"template": {"metadata": {"annotations": {"keep": "1"}}}}}
+    (e,) = restart_edits(wl)
+    assert e["before"] == {"keep": "1"} and e["after"]["keep"] == "1" and RESTART_ANNOTATION in e["after"]
+
+
+def test_retag_replaces_only_the_tag():
+    assert retag("registry:5000/team/app:1.2", "9.9") == "registry:5000/team/app:9.9"
+    assert retag("app", "x") == "app:x"
+    assert retag("app@sha256:abc", "x") == "app:x"
+
+
+def test_revoke_removes_one_verb_and_drops_empty_rules():
+    rules = [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+             {"apiGroups": [""], "resources": ["pods"], "verbs": ["get", "list"]}]
+    assert revoke(rules, "get", "configmaps", "") == [rules[1]]
+    assert revoke(rules, "list", "pods", "")[1]["verbs"] == ["get"]
+    star = revoke([{"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]}], "get", "pods", "")
+    assert "get" not in star[0]["verbs"] and "list" in star[0]["verbs"]
+
+
+def test_throttling_is_read_from_cpu_stat():
+    assert throttled_periods("nr_periods 10\nnr_throttled 4\nthrottled_time 9\n") == 4
+    assert throttled_periods("") == 0
+
+
+def test_dns_names_are_matched_in_wire_format():
+    assert qname_hex("geo.default") == "|0367656f0764656661756c74|"
+
+
+def test_pod_states_are_read_from_status():
+    pods = [{"metadata": {"name": "p"}, "status": {
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}],
+        "containerStatuses": [{"state": {"waiting": {"reason": "ErrImageNeverPull"}},
+                               "lastState": {"terminated": {"reason": "OOMKilled"}}}]}}]
+    assert unschedulable(pods) == ["p"]
+    assert waiting_reasons(pods) == {"ErrImageNeverPull"}
+    assert terminated_reasons(pods) == {"OOMKilled"}

@@ -1,0 +1,144 @@
+"""Latent sector errors: reads of chosen blocks of chosen files on the target's volume fail (EIO)
+until recovered, while every other block reads and writes normally."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import random
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline, process_starttime, spawn
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.errors import FaultError, UserInputError
+from sregym.injectors import Injector, Mechanism, Verification, injector
+from sregym.injectors import sectorfs
+from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
+from sregym.injectors.objects import poll
+
+DM_DUST = Mechanism("dm-dust", "copy the file onto a dm-dust device whose bad blocks fail reads, and mount it "
+                    "over the file in the container", ("device_mapper", "dm_dust", "loop", "nsenter", "python3"))
+FUSE = Mechanism("fuse-bad-blocks", "mount a FUSE file system on the file in the container's mount namespace "
+                 "that serves the real data and fails reads of the bad blocks", ("fuse", "nsenter", "python3"))
+WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
+
+# Checks from the node, through the container's own root, that a block read fails with the errno.
+_READ_BLOCK = ("import os,sys\nfd=os.open(sys.argv[1],os.O_RDONLY)\n"
+               "try:\n os.pread(fd,int(sys.argv[2]),int(sys.argv[3])); print('ok')\n"
+               "except OSError as e:\n print(e.errno)\n")
+# Finds whether the top mount on a path (in a process's mount namespace) is ours.
+_OUR_MOUNT = ("import sys\nlast=None\nfor l in open(f'/proc/{sys.argv[1]}/mountinfo'):\n"
+              " a,b=l.split(' - ',1)\n if a.split()[4]==sys.argv[2]: last=b.split()[:2]\n"
+              "print('yes' if last==['fuse','volume'] else 'no')\n")
+
+
+class LatentSectorErrorParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    paths: list[str] = Field(..., min_length=1, description="absolute paths of files inside the target container")
+    blocks: list[int] | None = Field(None, description="bad block numbers (same for each file); default: seeded")
+    count: int = Field(1, ge=1, description="how many bad blocks per file when blocks is not given")
+    block_size: int = Field(4096, ge=512, description="bytes per block (a page: 4096)")
+    errno: Literal["EIO", "ENODATA", "EBADMSG"] = "EIO"
+
+
+def choose_blocks(seed: int, path: str, size: int, block_size: int, count: int) -> list[int]:
+    """Seeded choice of ``count`` distinct blocks of a file of ``size`` bytes."""
+    n = max(1, -(-size // block_size))
+    return sorted(random.Random(f"{seed}:{path}").sample(range(n), min(count, n)))
+
+
+def dust_commands(token: str, image: str, size: int, block_size: int, physical_blocks: list[int]) -> list[list[str]]:
+    """What the dm-dust mechanism runs on the node: a loop device behind a dust target whose bad
+    blocks fail reads (``enable``), with an ext4 file system the file is copied onto."""
+    sectors = size // 512
+    dev = f"/dev/mapper/{token}"
+    return [
+        ["truncate", "-s", str(size), image],
+        ["sh", "-c", f"losetup --find --show {image} > {image}.loop"],
+        ["sh", "-c", f"dmsetup create {token} --table \"0 {sectors} dust $(cat {image}.loop) 0 {block_size}\""],
+        ["mkfs.ext4", "-q", "-b", str(block_size), dev],
+        *[["dmsetup", "message", token, "0", "addbadblock", str(b)] for b in physical_blocks],
+        ["dmsetup", "message", token, "0", "enable"],
+    ]
+
+
+@injector("latent_sector_error")
+class LatentSectorError(Injector[LatentSectorErrorParams]):
+    """Persistent unreadable blocks in files of the target's volume (dm-dust, else FUSE)."""
+
+    Params = LatentSectorErrorParams
+    mechanisms = (DM_DUST, FUSE)
+    targets = ("Pod", "Deployment", "StatefulSet")
+    node_level = True
+
+    def plan(self) -> dict[str, Any]:
+        if any(not p.startswith("/") for p in self.params.paths):
+            raise UserInputError("params.paths: give absolute paths inside the container")
+        tc = pick_container(self.ctx, self.target)
+        runner, pid = target_pid(self.ctx, tc)
+        files = []
+        for path in self.params.paths:
+            proc = runner.run(["stat", "-L", "-c", "%s", f"/proc/{pid}/root{path}"], check=False)
+            if proc.returncode != 0:
+                raise UserInputError(f"params.paths: {path} does not exist in {tc.pod}/{tc.container}")
+            size = int(proc.stdout)
+            blocks = self.params.blocks or choose_blocks(self.ctx.seed, path, size, self.params.block_size,
+                                                         self.params.count)
+            token = "v" + hashlib.sha256(f"{tc.pod_uid}:{path}".encode()).hexdigest()[:12]
+            files.append({"path": path, "size": size, "blocks": blocks, "token": token})
+        return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
+                "files": files, "mechanism": self.mechanism.name}
+
+    def _script(self) -> str:
+        return f"{WORK_DIR}/{Path(sectorfs.__file__).name}"
+
+    def inject(self, state: dict[str, Any]) -> None:
+        if self.mechanism.name == DM_DUST.name:
+            raise FaultError("the dm-dust mechanism is described (dust_commands) but not run by this version",
+                             hint="use mechanism fuse-bad-blocks")
+        tc = TargetContainer.from_state(state["container"])
+        runner = node_runner(self.ctx, tc.node)
+        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+            raise FaultError(f"container {tc.pod}/{tc.container} restarted since the plan")
+        install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
+        for f in state["files"]:
+            if self._mounted(runner, state, f["path"]):
+                continue
+            log = f"{WORK_DIR}/{f['token']}.log"
+            spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
+                           ",".join(map(str, f["blocks"])), self.params.errno, f["token"]], log=log)
+            if not poll(lambda: self._mounted(runner, state, f["path"]), timeout=15, interval=0.3):
+                out = runner.run(["cat", log], check=False).stdout.strip()
+                raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
+
+    def _mounted(self, runner: Any, state: dict[str, Any], path: str) -> bool:
+        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+            return False
+        out = runner.run(["python3", "-c", _OUR_MOUNT, str(state["pid"]), path], check=False).stdout.strip()
+        return out == "yes"
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        want = str(getattr(errno, self.params.errno))
+        notes, ok = [], True
+        for f in state["files"]:
+            view = f"/proc/{state['pid']}/root{f['path']}"
+            for b in f["blocks"]:
+                got = runner.run(["python3", "-c", _READ_BLOCK, view, str(self.params.block_size),
+                                  str(b * self.params.block_size)], check=False).stdout.strip()
+                ok = ok and got == want
+                notes.append(f"{f['path']} block {b}: {'errno ' + got if got != 'ok' else 'reads fine'}")
+        return Verification(ok, "; ".join(notes))
+
+    def recover(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        for f in state["files"]:
+            for _ in range(5):  # stacked mounts (an inject repeated after a crash) come off one by one
+                if not self._mounted(runner, state, f["path"]):
+                    break
+                runner.run(["nsenter", "-t", str(state["pid"]), "-m", "--", "umount", "-l", f["path"]], check=False)
+            for pid, start in pids_with_cmdline(runner, f["token"]):
+                kill_spawned(runner, pid, start)

@@ -1,0 +1,49 @@
+"""Noise: a short CPU burst by a node-level process (not in any app container)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sregym.cluster.nodeagent import kill_spawned, pids_with_cmdline
+from sregym.injectors import Injector, Mechanism, Verification, injector
+from sregym.injectors.node import node_runner
+from sregym.injectors.noise import NoiseParams, choose, token
+from sregym.injectors.objects import list_objects, poll
+from sregym.injectors.stress import WORK_DIR, cpu_ticks, start_in_cgroups, stress_argv
+
+STRESS = Mechanism("stress-ng-on-node", "stress-ng with --timeout on a node", ("stress_ng",))
+
+
+@injector("noise_cpu_burst")
+class NoiseCpuBurst(Injector[NoiseParams]):
+    """Burn about half a CPU on one (seeded) node for ``duration`` seconds."""
+
+    Params = NoiseParams
+    mechanisms = (STRESS,)
+    node_level = True
+
+    def plan(self) -> dict[str, Any]:
+        nodes = sorted(n["metadata"]["name"] for n in list_objects(self.ctx.kube, "Node", None)
+                       if n["metadata"]["name"] not in self.params.exclude)
+        node = choose(self.ctx.seed, "noise_cpu_burst", nodes, "node")
+        return {"node": node, "token": token("cpu", node, self.ctx.seed)}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["node"])
+        if not pids_with_cmdline(runner, state["token"]):
+            argv = stress_argv("cpu", 1, 50, "0", self.params.duration, state["token"])
+            start_in_cgroups(runner, argv, [], f"{WORK_DIR}/{state['token']}.log")
+            poll(lambda: pids_with_cmdline(runner, state["token"]), 10, 0.2)
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        runner = node_runner(self.ctx, state["node"])
+        before = cpu_ticks(runner, state["token"])
+        time.sleep(1)
+        burned = cpu_ticks(runner, state["token"]) - before
+        return Verification(burned > 0, f"{burned} CPU ticks in 1s on {state['node']}")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["node"])
+        for pid, start in pids_with_cmdline(runner, state["token"]):
+            kill_spawned(runner, pid, start)

@@ -1,0 +1,86 @@
+"""Noise: a burst of harmless warning lines in an unrelated container's log."""
+
+from __future__ import annotations
+
+import random
+import shlex
+from datetime import datetime, timezone
+from typing import Any
+
+from pydantic import Field
+
+from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.problem import Selector
+from sregym.injectors import Injector, Mechanism, Verification, injector
+from sregym.injectors.node import node_runner, pick_container, target_pid
+from sregym.injectors.noise import NoiseParams, candidates, choose, running, token
+
+WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
+STDOUT = Mechanism("container-stdout", "write lines to the container's stdout from its node", ("python3",))
+# Ordinary, harmless warnings of the kind busy services print all day.
+WARNINGS = (
+    "level=warn msg=\"slow request\" path=/health duration_ms={n}",
+    "level=warn msg=\"config key is deprecated and will be ignored in a future release\" key=log.format",
+    "level=warn msg=\"retrying metrics flush\" attempt={a} backoff_ms={n}",
+    "level=warn msg=\"client closed connection before response was written\"",
+    "level=warn msg=\"GC pause longer than expected\" pause_ms={n}",
+    "level=warn msg=\"cache entry evicted before expiry\" size_bytes={n}",
+)
+WRITER = r"""
+import sys, time
+path, seconds, lines = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+with open(path, 'a') as out:
+    for line in lines:
+        out.write(line + '\n'); out.flush()
+        time.sleep(seconds / max(1, len(lines)))
+"""
+
+
+class LogBurstParams(NoiseParams):
+    lines: int = Field(20, ge=1, le=1000)
+
+
+def warning_lines(seed: int, count: int) -> list[str]:
+    rnd = random.Random(f"{seed}:log_burst")
+    now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [f"time={now} " + rnd.choice(WARNINGS).format(n=rnd.randint(50, 900), a=rnd.randint(1, 3))
+            for _ in range(count)]
+
+
+@injector("noise_log_burst")
+class NoiseLogBurst(Injector[LogBurstParams]):
+    """Print ``lines`` harmless warnings in one unrelated container's log over ``duration`` seconds."""
+
+    Params = LogBurstParams
+    mechanisms = (STDOUT,)
+    node_level = True
+
+    def plan(self) -> dict[str, Any]:
+        pod = choose(self.ctx.seed, "noise_log_burst", running(candidates(self.ctx, "Pod", self.params.exclude)), "pod")
+        tc = pick_container(self.ctx, Selector(kind="Pod", name=pod["metadata"]["name"],
+                                               namespace=pod["metadata"]["namespace"]))
+        _, pid = target_pid(self.ctx, tc)
+        return {"container": tc.as_state(), "pid": pid, "token": token("log", tc.pod_uid, self.ctx.seed),
+                "lines": warning_lines(self.ctx.seed, self.params.lines)}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        if pids_with_cmdline(runner, state["token"]):
+            return
+        script = f"{WORK_DIR}/{state['token']}.py"
+        install_file(runner, script, WRITER)
+        argv = ["python3", script, f"/proc/{state['pid']}/fd/1", str(self.params.duration), *state["lines"]]
+        runner.run(["sh", "-c", f"setsid {shlex.join(argv)} >/dev/null 2>&1 </dev/null &"])
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        c = state["container"]
+        logs = self.ctx.kube.kubectl("logs", "-n", c["namespace"], c["pod"], "-c", c["container"], "--tail=200",
+                                     check=False).stdout
+        seen = sum(1 for line in state["lines"] if line in logs)
+        return Verification(seen > 0, f"warning lines in {c['pod']}'s log: {seen}")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        for pid, start in pids_with_cmdline(runner, state["token"]):
+            kill_spawned(runner, pid, start)

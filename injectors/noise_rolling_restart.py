@@ -1,0 +1,35 @@
+"""Noise: a rolling restart of an unrelated Deployment (like a routine `kubectl rollout restart`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sregym.injectors import Injector, Verification, injector
+from sregym.injectors.noise import NoiseParams, candidates, choose
+from sregym.injectors.objects import RESTART_ANNOTATION, apply_edits, pods_of, require_object, restart_edits
+
+
+@injector("noise_rolling_restart")
+class NoiseRollingRestart(Injector[NoiseParams]):
+    """Roll the pods of one Deployment outside the excluded components."""
+
+    Params = NoiseParams
+
+    def plan(self) -> dict[str, Any]:
+        dep = choose(self.ctx.seed, "noise_rolling_restart",
+                     candidates(self.ctx, "Deployment", self.params.exclude), "deployment")
+        edits = restart_edits(dep)
+        return {"edits": edits, "namespace": dep["metadata"]["namespace"], "name": dep["metadata"]["name"],
+                "stamp": edits[0]["after"][RESTART_ANNOTATION]}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        apply_edits(self.ctx.kube, state["edits"])
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        dep = require_object(self.ctx.kube, "Deployment", state["name"], state["namespace"])
+        new = [p["metadata"]["name"] for p in pods_of(self.ctx.kube, dep)
+               if (p["metadata"].get("annotations") or {}).get(RESTART_ANNOTATION) == state["stamp"]]
+        return Verification(bool(new), f"restarted pods of {state['name']}: {', '.join(new) or 'none yet'}")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        """Self-recovering: the rollout completes by itself (undoing it would restart the pods again)."""

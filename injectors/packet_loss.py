@@ -1,0 +1,55 @@
+"""Random packet loss on the target pod's traffic (iptables statistic match in its netns)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.injectors import Mechanism, Verification, injector
+from sregym.injectors.netns import PodNetworkFault, chain_script, unchain_script
+
+IPTABLES_RANDOM = Mechanism("iptables-statistic", "drop a random fraction of packets in the pod's netns",
+                            ("iptables_statistic", "nsenter"))
+
+
+class PacketLossParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    probability: float = Field(0.3, gt=0, le=1, description="fraction of packets dropped")
+    direction: Literal["egress", "ingress", "both"] = "both"
+    peer_cidr: str | None = Field(None, description="only traffic to/from this address or CIDR")
+    probe_host: str | None = Field(None, description="verify: connect here if no traffic was seen yet")
+    probe_port: int = 80
+
+
+def hooks(direction: str) -> list[str]:
+    return {"egress": ["OUTPUT"], "ingress": ["INPUT"], "both": ["OUTPUT", "INPUT"]}[direction]
+
+
+@injector("packet_loss")
+class PacketLoss(PodNetworkFault[PacketLossParams]):
+    """Drop a random fraction of the target pod's packets."""
+
+    Params = PacketLossParams
+    mechanisms = (IPTABLES_RANDOM,)
+
+    def _rules(self) -> list[str]:
+        p = self.params
+        match = f"-m statistic --mode random --probability {p.probability}"
+        if not p.peer_cidr:
+            return [f"{match} -j DROP"]
+        return [f"-d {p.peer_cidr} {match} -j DROP", f"-s {p.peer_cidr} {match} -j DROP"]
+
+    def plan(self) -> dict[str, Any]:
+        return {**self.plan_target(), "hooks": hooks(self.params.direction), "rules": self._rules()}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        self.in_netns(state, chain_script(state["chain"], state["hooks"], state["rules"]))
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        if self.chain_counters(state) == 0 and self.params.probe_host:
+            self.probe_traffic(state, self.params.probe_host, self.params.probe_port, tries=10)
+        return self.counted(state, "dropped")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        self.in_netns(state, unchain_script(state["chain"], state["hooks"]), check=False)

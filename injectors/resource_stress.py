@@ -1,0 +1,76 @@
+"""CPU, memory or IO pressure from stress-ng inside the target container's cgroups."""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.cluster.nodeagent import kill_spawned, pids_with_cmdline
+from sregym.injectors import Injector, Mechanism, Verification, injector
+from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
+from sregym.injectors.objects import poll
+from sregym.injectors.stress import WORK_DIR, cgroup_files, cpu_ticks, start_in_cgroups, stress_argv
+
+IN_CGROUP = Mechanism("stress-ng-in-cgroup", "stress-ng on the node, moved into the target container's cgroups "
+                      "(it competes for the container's own CPU quota, memory limit and IO)", ("stress_ng",))
+ON_NODE = Mechanism("stress-ng-on-node", "stress-ng as a node-level process next to the target (a noisy "
+                    "neighbour competing for the node's CPU, memory and disk)", ("stress_ng",))
+
+
+class StressParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    resource: Literal["cpu", "memory", "io"] = "cpu"
+    workers: int = Field(1, ge=1, le=64)
+    load: int = Field(100, ge=1, le=100, description="cpu: percent load per worker")
+    memory: str = Field("256M", description="memory: bytes per worker; io: bytes written per worker")
+    seconds: float | None = Field(None, gt=0, description="stop by itself after this long (default: until recovered)")
+
+
+@injector("resource_stress")
+class ResourceStress(Injector[StressParams]):
+    """Put CPU, memory or IO pressure on the target (inside its cgroups, or beside it on its node)."""
+
+    Params = StressParams
+    mechanisms = (IN_CGROUP, ON_NODE)
+    targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
+    node_level = True
+
+    def plan(self) -> dict[str, Any]:
+        tc = pick_container(self.ctx, self.target)
+        runner, pid = target_pid(self.ctx, tc)
+        token = "s" + hashlib.sha256(f"{tc.pod_uid}:{self.ctx.seed}:{self.mechanism.name}".encode()).hexdigest()[:12]
+        cgroups = cgroup_files(runner, pid) if self.mechanism.name == IN_CGROUP.name else []
+        return {"container": tc.as_state(), "token": token, "cgroups": cgroups}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        if pids_with_cmdline(runner, state["token"]):
+            return
+        p = self.params
+        argv = stress_argv(p.resource, p.workers, p.load, p.memory, p.seconds, state["token"])
+        start_in_cgroups(runner, argv, state["cgroups"], f"{WORK_DIR}/{state['token']}.log")
+        poll(lambda: pids_with_cmdline(runner, state["token"]), 10, 0.2)
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        procs = pids_with_cmdline(runner, state["token"])
+        if not procs:
+            return Verification(False, "stress-ng is not running")
+        cid = TargetContainer.from_state(state["container"]).container_id.split("://")[-1]
+        inside = [pid for pid, _ in procs if cid in runner.run(["cat", f"/proc/{pid}/cgroup"], check=False).stdout]
+        before = cpu_ticks(runner, state["token"])
+        time.sleep(1)
+        burned = cpu_ticks(runner, state["token"]) - before
+        placed = bool(inside) if self.mechanism.name == IN_CGROUP.name else True
+        busy = burned > 0 or self.params.resource != "cpu"
+        return Verification(placed and busy, f"{len(procs)} stress-ng processes, {len(inside)} in the target's "
+                            f"cgroups, {burned} CPU ticks in 1s")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        runner = node_runner(self.ctx, state["container"]["node"])
+        for pid, start in pids_with_cmdline(runner, state["token"]):
+            kill_spawned(runner, pid, start)
+        runner.run(["rm", "-rf", f"{WORK_DIR}/{state['token']}"], check=False)

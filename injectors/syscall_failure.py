@@ -1,0 +1,256 @@
+"""Chosen system calls of the target's processes fail with a chosen errno (optionally only on a
+path, optionally only a fraction of calls).
+
+Mechanisms, best first:
+
+* ``ebpf-override``: a bcc program on kprobes of the syscalls calls ``bpf_override_return`` for
+  processes of the target's cgroup, at the chosen rate. Needs kprobes, CONFIG_BPF_KPROBE_OVERRIDE
+  and kernel headers. No path filter.
+* ``seccomp``: the container is restarted with a ``Localhost`` seccomp profile whose rule makes the
+  syscalls return the errno (``SCMP_ACT_ERRNO``). Always, for every call: seccomp cannot look at
+  paths (they are pointers) and has no randomness, so ``path`` and ``rate < 1`` are refused.
+* ``ptrace``: ``strace -f -e inject=SYSCALL:error=ERRNO:when=1+N [-P path]`` attached to every
+  process of the container. ``when=1+N`` fails every N-th call (N = round(1/rate)): a
+  deterministic rate. Slows the traced processes (every traced syscall stops them).
+"""
+
+from __future__ import annotations
+
+import errno as errnos
+import hashlib
+import json
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sregym.cluster.nodeagent import (
+    NodeRunner,
+    container_processes,
+    install_file,
+    kill_spawned,
+    pids_with_cmdline,
+    spawn,
+)
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.errors import FaultError, MechanismUnavailable, UserInputError
+from sregym.core.problem import Selector
+from sregym.injectors import Injector, Mechanism, Verification, injector
+from sregym.injectors.node import TargetContainer, live_container_id, node_runner, pick_container
+from sregym.injectors.objects import (
+    apply_edits,
+    container_index,
+    dig,
+    edit,
+    find_workload,
+    list_objects,
+    namespace_of,
+    pods_of,
+)
+from sregym.injectors.observe import running_with
+
+EBPF = Mechanism("ebpf-override", "bcc kprobes with bpf_override_return on the syscalls",
+                 ("kprobes", "bpf_override_return", "bcc_compile", "python3"))
+SECCOMP = Mechanism("seccomp", "restart the container with a seccomp profile returning the errno", ("seccomp",))
+PTRACE = Mechanism("ptrace", "strace syscall tampering attached to the container's processes", ("ptrace",))
+WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
+
+
+class SyscallFailureParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    syscalls: list[str] = Field(..., min_length=1, description="e.g. [openat, read, write, fsync]")
+    errno: str = Field("EIO", description="errno name, e.g. EIO, ENOSPC, EACCES")
+    rate: float = Field(1.0, gt=0, le=1, description="fraction of calls that fail")
+    path: str | None = Field(None, description="only calls on this path (ptrace only)")
+
+    @field_validator("errno")
+    @classmethod
+    def _known(cls, v: str) -> str:
+        if not isinstance(getattr(errnos, v, None), int):
+            raise ValueError(f"unknown errno {v!r}")
+        return v
+
+    @field_validator("syscalls")
+    @classmethod
+    def _names(cls, v: list[str]) -> list[str]:
+        bad = [s for s in v if not s.replace("_", "").isalnum()]
+        if bad:
+            raise ValueError(f"not syscall names: {bad}")
+        return v
+
+
+def strace_argv(params: SyscallFailureParams, pids: list[int], token: str) -> list[str]:
+    """The strace command line of the ptrace mechanism (``token`` makes its output file unique)."""
+    names = ",".join(params.syscalls)
+    step = max(1, round(1 / params.rate))
+    argv = ["strace", "-f", "-qq", "-o", f"{WORK_DIR}/{token}.trace", "-e", f"trace={names}",
+            "-e", f"inject={names}:error={params.errno}:when=1+{step}" if step > 1 else
+            f"inject={names}:error={params.errno}"]
+    if params.path:
+        argv += ["-P", params.path]
+    for pid in pids:
+        argv += ["-p", str(pid)]
+    return argv
+
+
+def seccomp_profile(params: SyscallFailureParams) -> dict:
+    """The Localhost seccomp profile of the seccomp mechanism (OCI / Docker profile format)."""
+    return {"defaultAction": "SCMP_ACT_ALLOW",
+            "syscalls": [{"names": sorted(params.syscalls), "action": "SCMP_ACT_ERRNO",
+                          "errnoRet": getattr(errnos, params.errno)}]}
+
+
+def bcc_program(params: SyscallFailureParams, cgroup_id: int) -> str:
+    """The eBPF (bcc C) program of the ebpf-override mechanism: fail the syscalls for tasks of one
+    cgroup (v2 id), at the rate (``bpf_get_prandom_u32``)."""
+    threshold = int(params.rate * 0xFFFFFFFF)
+    fns = "\n".join(
+        f"int syscall__{s}(struct pt_regs *ctx) {{ return fail(ctx); }}" for s in params.syscalls)
+    return f"""#include <uapi/linux/ptrace.h>
+static int fail(struct pt_regs *ctx) {{
+    if (bpf_get_current_cgroup_id() != {cgroup_id}ULL) return 0;
+    if (bpf_get_prandom_u32() > {threshold}U) return 0;
+    bpf_override_return(ctx, -{getattr(errnos, params.errno)});
+    return 0;
+}}
+{fns}
+"""
+
+
+def bcc_loader(params: SyscallFailureParams, cgroup_id: int) -> str:
+    """Python (python3-bpfcc) that attaches ``bcc_program`` to each syscall and waits."""
+    attach = "\n".join(f"b.attach_kprobe(event=b.get_syscall_fnname({s!r}), fn_name='syscall__{s}')"
+                       for s in params.syscalls)
+    return (f"import signal\nfrom bcc import BPF\nb = BPF(text={bcc_program(params, cgroup_id)!r})\n{attach}\n"
+            "signal.pause()\n")
+
+
+def kubelet_root(runner: NodeRunner) -> str:
+    """The kubelet's --root-dir on the node (default /var/lib/kubelet), where Localhost seccomp
+    profiles live under ``seccomp/``."""
+    out = runner.run(["sh", "-c", "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = kubelet ] && "
+                      "tr '\\0' '\\n' < $p/cmdline; done"], check=False).stdout
+    for line in out.splitlines():
+        if line.startswith("--root-dir="):
+            return line.split("=", 1)[1]
+    return "/var/lib/kubelet"
+
+
+@injector("syscall_failure")
+class SyscallFailure(Injector[SyscallFailureParams]):
+    """Make chosen syscalls of the target's processes fail with an errno (eBPF, seccomp or ptrace)."""
+
+    Params = SyscallFailureParams
+    mechanisms = (EBPF, SECCOMP, PTRACE)
+    targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
+    node_level = True
+
+    def plan(self) -> dict[str, Any]:
+        p, m = self.params, self.mechanism.name
+        if m == SECCOMP.name and (p.path or p.rate < 1):
+            raise MechanismUnavailable("injector 'syscall_failure': seccomp cannot filter by path or fail a "
+                                       "fraction of calls", hint="force mechanism: ptrace (or drop path/rate)")
+        if m == EBPF.name and p.path:
+            raise MechanismUnavailable("injector 'syscall_failure': the eBPF mechanism has no path filter",
+                                       hint="force mechanism: ptrace")
+        if m == SECCOMP.name:
+            return self._plan_seccomp()
+        tc = pick_container(self.ctx, self.target)
+        token = "t" + hashlib.sha256(f"{tc.pod_uid}:{tc.container_id}:{m}".encode()).hexdigest()[:12]
+        return {"container": tc.as_state(), "token": token}
+
+    # -- seccomp: a profile on every node and the container restarted with it ------------------
+    def _plan_seccomp(self) -> dict[str, Any]:
+        ns = namespace_of(self.ctx, self.target)
+        if self.target.kind == "Pod":
+            raise UserInputError("target.kind: the seccomp mechanism restarts a workload's pods; "
+                                 "name the Deployment/StatefulSet/DaemonSet")
+        kind, obj = find_workload(self.ctx.kube, ns, self.target)
+        i = container_index(obj, self.target.container)
+        profile = seccomp_profile(self.params)
+        rel = f"profiles/{hashlib.sha256(json.dumps(profile, sort_keys=True).encode()).hexdigest()[:12]}.json"
+        path = ["spec", "template", "spec", "containers", i, "securityContext"]
+        before = dig(obj, path)
+        after = {**(before if isinstance(before, dict) and "$absent" not in before else {}),
+                 "seccompProfile": {"type": "Localhost", "localhostProfile": rel}}
+        nodes = sorted(n["metadata"]["name"] for n in list_objects(self.ctx.kube, "Node", None))
+        return {"edits": [edit(kind, ns, obj["metadata"]["name"], path, before, after)], "profile": profile,
+                "profile_path": rel, "nodes": nodes, "workload": [kind, ns, obj["metadata"]["name"]],
+                "container": obj["spec"]["template"]["spec"]["containers"][i]["name"]}
+
+    def _profile_file(self, runner: NodeRunner, rel: str) -> str:
+        return f"{kubelet_root(runner)}/seccomp/{rel}"
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def inject(self, state: dict[str, Any]) -> None:
+        if self.mechanism.name == SECCOMP.name:
+            for node in state["nodes"]:
+                runner = node_runner(self.ctx, node)
+                install_file(runner, runner.host_path(self._profile_file(runner, state["profile_path"])),
+                             json.dumps(state["profile"]))
+            apply_edits(self.ctx.kube, state["edits"])
+            return
+        tc = TargetContainer.from_state(state["container"])
+        runner = node_runner(self.ctx, tc.node)
+        if pids_with_cmdline(runner, state["token"]):
+            return  # already attached
+        cid = live_container_id(self.ctx, tc)
+        if not cid:
+            raise FaultError(f"pod {tc.pod} container {tc.container} no longer runs")
+        pids = [p.pid for p in container_processes(runner, cid)]
+        if self.mechanism.name == PTRACE.name:
+            runner.run(["mkdir", "-p", WORK_DIR])
+            spawn(runner, strace_argv(self.params, pids, state["token"]), log=f"{WORK_DIR}/{state['token']}.log")
+        else:
+            # bpf_get_current_cgroup_id() is the id (inode) of the task's cgroup-v2 directory
+            cgroup = runner.run(["sh", "-c", f"p=$(sed -n 's/^0:://p' /proc/{pids[0]}/cgroup); "
+                                             "stat -c %i /sys/fs/cgroup/unified$p 2>/dev/null || "
+                                             "stat -c %i /sys/fs/cgroup$p"]).stdout.strip()
+            loader = f"{WORK_DIR}/{state['token']}.py"
+            install_file(runner, loader, bcc_loader(self.params, int(cgroup)))
+            spawn(runner, ["python3", loader], log=f"{WORK_DIR}/{state['token']}.log")
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        if self.mechanism.name == SECCOMP.name:
+            kind, ns, name = state["workload"]
+            pods = pods_of(self.ctx.kube, find_workload(self.ctx.kube, ns, Selector(kind=kind, name=name))[1])
+            want = state["edits"][0]["after"]["seccompProfile"]
+            hit = running_with(pods, state["container"],
+                               lambda c: (c.get("securityContext") or {}).get("seccompProfile") == want)
+            filtered = []
+            for pod in [p for p in pods if p["metadata"]["name"] in hit]:
+                tc = TargetContainer(ns, pod["metadata"]["name"], pod["metadata"]["uid"], pod["spec"]["nodeName"],
+                                     state["container"], next((s.get("containerID") for s in
+                                                               pod["status"].get("containerStatuses") or []
+                                                               if s["name"] == state["container"]), "") or "")
+                if tc.container_id:
+                    runner = node_runner(self.ctx, tc.node)
+                    procs = container_processes(runner, tc.container_id)
+                    status = runner.run(["grep", "^Seccomp:", f"/proc/{procs[0].pid}/status"], check=False).stdout \
+                        if procs else ""
+                    if status.split()[-1:] == ["2"]:
+                        filtered.append(tc.pod)
+            return Verification(bool(filtered), f"containers under the seccomp filter: {', '.join(filtered) or 'none'}")
+        runner = node_runner(self.ctx, state["container"]["node"])
+        attached = pids_with_cmdline(runner, state["token"])
+        if not attached:
+            return Verification(False, "the tracer is not running")
+        tracer = str(attached[0][0])
+        cid = live_container_id(self.ctx, TargetContainer.from_state(state["container"]))
+        procs = container_processes(runner, cid) if cid else []
+        traced = [p.pid for p in procs if runner.run(["grep", "^TracerPid:", f"/proc/{p.pid}/status"],
+                                                      check=False).stdout.split()[-1:] == [tracer]]
+        if self.mechanism.name == EBPF.name:
+            return Verification(bool(attached), f"eBPF loader running (pid {tracer})")
+        return Verification(bool(traced), f"processes under syscall tampering: {traced}")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        if self.mechanism.name == SECCOMP.name:
+            apply_edits(self.ctx.kube, state["edits"], undo=True)
+            for node in state["nodes"]:
+                runner = node_runner(self.ctx, node)
+                runner.run(["rm", "-f", runner.host_path(self._profile_file(runner, state["profile_path"]))],
+                           check=False)
+            return
+        runner = node_runner(self.ctx, state["container"]["node"])
+        for pid, start in pids_with_cmdline(runner, state["token"]):
+            kill_spawned(runner, pid, start)  # strace detaches cleanly on SIGTERM

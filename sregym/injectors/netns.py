@@ -1,0 +1,99 @@
+"""Base of network faults applied inside the target pod's network namespace (iptables, tc).
+
+Rules live in one chain of our own, hooked into OUTPUT and/or INPUT, so recover removes exactly
+what inject added: unhook, flush, delete. If the pod is gone its network namespace (and every
+rule in it) is gone too, so recover has nothing to do. The chain's name is neutral.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from typing import Any
+
+from sregym.cluster.nodeagent import NodeRunner, process_starttime
+from sregym.core.errors import FaultError
+from sregym.injectors.api import Injector, P, Verification
+from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
+
+
+def chain_name(token: str) -> str:
+    return "POD-" + hashlib.sha256(token.encode()).hexdigest()[:10].upper()
+
+
+def chain_script(chain: str, hooks: list[str], rules: list[str]) -> str:
+    """Shell that (re)creates ``chain`` with ``rules`` and hooks it into ``hooks`` once."""
+    lines = [f"iptables -w -N {chain} 2>/dev/null || true", f"iptables -w -F {chain}"]
+    lines += [f"iptables -w -A {chain} {rule}" for rule in rules]
+    lines += [f"iptables -w -C {h} -j {chain} 2>/dev/null || iptables -w -I {h} 1 -j {chain}" for h in hooks]
+    return " && ".join(lines)
+
+
+def unchain_script(chain: str, hooks: list[str]) -> str:
+    """Shell that removes ``chain`` and its hooks; harmless if they do not exist."""
+    lines = [f"while iptables -w -D {h} -j {chain} 2>/dev/null; do :; done" for h in hooks]
+    lines += [f"iptables -w -F {chain} 2>/dev/null", f"iptables -w -X {chain} 2>/dev/null", "true"]
+    return "; ".join(lines)
+
+
+# the pod's interface: the one its default route leaves by (eth0 under most CNI plugins)
+DEFAULT_DEV = "$(ip route show default | awk '{print $5; exit}')"
+
+
+def tbf_script(rate: str, burst: str, latency: str) -> str:
+    return f"tc qdisc replace dev {DEFAULT_DEV} root tbf rate {rate} burst {burst} latency {latency}"
+
+
+def root_qdisc_script() -> str:
+    return f"tc -s qdisc show dev {DEFAULT_DEV} root"
+
+
+def clear_root_script() -> str:
+    """Back to the interface's default qdisc (what a pod's veth had before)."""
+    return f"tc qdisc del dev {DEFAULT_DEV} root 2>/dev/null; true"
+
+
+class PodNetworkFault(Injector[P]):
+    """Plans the target container (seeded) and runs commands in its pod's network namespace."""
+
+    targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
+    node_level = True
+
+    def plan_target(self) -> dict[str, Any]:
+        tc = pick_container(self.ctx, self.target)
+        runner, pid = target_pid(self.ctx, tc)
+        return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
+                "chain": chain_name(f"{tc.pod_uid}:{self.name}")}
+
+    def in_netns(self, state: dict[str, Any], script: str, check: bool = True) -> str | None:
+        """Run ``script`` (sh) in the pod's network namespace; None if the pod's process is gone."""
+        runner = self.runner(state)
+        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+            if check:
+                raise FaultError(f"pod {state['container']['pod']} restarted since the plan")
+            return None
+        proc = runner.run(["nsenter", "-t", str(state["pid"]), "-n", "--", "sh", "-c", script], check=check)
+        return proc.stdout
+
+    def runner(self, state: dict[str, Any]) -> NodeRunner:
+        return node_runner(self.ctx, TargetContainer.from_state(state["container"]).node)
+
+    def chain_counters(self, state: dict[str, Any]) -> int:
+        """Packets matched by the rules of our chain (what verify observes)."""
+        out = self.in_netns(state, f"iptables -w -L {state['chain']} -v -n -x", check=False) or ""
+        total = 0
+        for line in out.splitlines()[2:]:
+            parts = line.split()
+            if parts and parts[0].isdigit():
+                total += int(parts[0])
+        return total
+
+    def probe_traffic(self, state: dict[str, Any], host: str, port: int, tries: int = 5) -> None:
+        """Send a few TCP connects from inside the pod's netns so the rules see packets."""
+        py = ("import socket,sys\nfor _ in range(int(sys.argv[3])):\n s=socket.socket();s.settimeout(1)\n"
+              " try: s.connect((sys.argv[1],int(sys.argv[2])))\n except OSError: pass\n s.close()")
+        self.in_netns(state, f"python3 -c {shlex.quote(py)} {shlex.quote(host)} {port} {tries}", check=False)
+
+    def counted(self, state: dict[str, Any], detail: str) -> Verification:
+        n = self.chain_counters(state)
+        return Verification(n > 0, f"{detail}: {n} packets matched in the pod's network namespace")

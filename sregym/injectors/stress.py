@@ -1,0 +1,62 @@
+"""stress-ng runs on a node: as a host-level process, or moved into a target container's cgroups."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Literal
+
+from sregym.cluster.nodeagent import NodeRunner, pids_with_cmdline
+from sregym.core.constants import HIDDEN_NAMESPACE
+
+WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
+Resource = Literal["cpu", "memory", "io"]
+
+
+def stress_argv(resource: Resource, workers: int, load: int, memory: str, seconds: float | None, token: str) -> list[str]:
+    """stress-ng's command line; ``--temp-path`` names a per-fault directory (and lets recover find it)."""
+    argv = ["stress-ng", "--temp-path", f"{WORK_DIR}/{token}", "--quiet"]
+    if resource == "cpu":
+        argv += ["--cpu", str(workers), "--cpu-load", str(load)]
+    elif resource == "memory":
+        argv += ["--vm", str(workers), "--vm-bytes", memory, "--vm-keep"]
+    else:
+        argv += ["--hdd", str(workers), "--hdd-bytes", memory, "--iomix", "1"] if workers > 1 else \
+            ["--hdd", str(workers), "--hdd-bytes", memory]
+    if seconds:
+        argv += ["--timeout", f"{int(seconds)}s"]
+    return argv
+
+
+def cgroup_files(runner: NodeRunner, pid: int) -> list[str]:
+    """``cgroup.procs`` files of every hierarchy ``pid`` belongs to (v1 controllers and v2)."""
+    lines = runner.run(["cat", f"/proc/{pid}/cgroup"]).stdout.splitlines()
+    out = []
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":
+            base = "/sys/fs/cgroup/unified" if runner.run(["test", "-d", runner.host_path("/sys/fs/cgroup/unified")],
+                                                        check=False).returncode == 0 else "/sys/fs/cgroup"
+        elif controllers.startswith("name="):
+            base = f"/sys/fs/cgroup/{controllers[5:]}"
+        else:
+            base = f"/sys/fs/cgroup/{controllers}"
+        out.append(runner.host_path(f"{base}{path}/cgroup.procs"))
+    return out
+
+
+def start_in_cgroups(runner: NodeRunner, argv: list[str], procs_files: list[str], log: str) -> None:
+    """Start ``argv`` detached after moving its shell into the given cgroups (its children inherit them)."""
+    moves = "; ".join(f"echo $$ > {shlex.quote(f)} 2>/dev/null" for f in procs_files)
+    script = f"mkdir -p {shlex.quote(argv[2])}; {moves}; exec {shlex.join(argv)}"
+    runner.run(["sh", "-c", f"setsid sh -c {shlex.quote(script)} >{shlex.quote(log)} 2>&1 </dev/null &"])
+
+
+def cpu_ticks(runner: NodeRunner, token: str) -> int:
+    """utime+stime of the processes of one stress run (to observe that they burn CPU)."""
+    total = 0
+    for pid, _ in pids_with_cmdline(runner, token):
+        r = runner.run(["cat", f"/proc/{pid}/stat"], check=False).stdout
+        if r:
+            f = r.rsplit(")", 1)[1].split()
+            total += int(f[11]) + int(f[12])
+    return total

@@ -1,0 +1,97 @@
+"""The node-side mechanisms, run for real on this host (root, /dev/fuse, network namespaces)."""
+
+import errno
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from sregym.cluster.nodeagent import HostRunner, kill_spawned, pids_with_cmdline, spawn
+from sregym.injectors import delayq, sectorfs
+from sregym.injectors.netns import chain_script, unchain_script
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
+
+
+@pytest.fixture
+def private_mount_ns():
+    """A process in its own mount namespace (like a container) and a data file it can see."""
+    proc = subprocess.Popen(["unshare", "-m", "--propagation", "private", "sleep", "120"])
+    time.sleep(0.3)
+    yield proc.pid
+    proc.kill()
+    proc.wait()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse")
+def test_sector_fs_fails_reads_of_bad_blocks_only_in_the_target_namespace(tmp_path, private_mount_ns):
+    data = tmp_path / "blob"
+    data.write_bytes(b"".join(bytes([i]) * 4096 for i in range(8)))
+    pid = private_mount_ns
+    runner = HostRunner("this-host")
+    token = f"sfs-test-{os.getpid()}"
+    fs_pid, start = spawn(runner, [sys.executable, sectorfs.__file__, str(pid), str(data), "4096", "2,5", "EIO", token],
+                          log=str(tmp_path / "log"))
+    try:
+        view = f"/proc/{pid}/root{data}"
+        deadline = time.time() + 10
+        while str(data) not in Path(f"/proc/{pid}/mounts").read_text() and time.time() < deadline:
+            time.sleep(0.1)
+        fd = os.open(view, os.O_RDWR)
+        assert os.pread(fd, 4096, 4096)[:1] == b"\x01"
+        for bad in (2, 5):
+            with pytest.raises(OSError) as e:
+                os.pread(fd, 4096, bad * 4096)
+            assert e.value.errno == errno.EIO
+        assert data.read_bytes()[2 * 4096] == 2  # the host's view (the disk) is untouched
+        os.pwrite(fd, b"z" * 4096, 2 * 4096)  # a full-block write remaps it, as dm-dust does
+        assert os.pread(fd, 4096, 2 * 4096)[:1] == b"z"
+        os.close(fd)
+    finally:
+        subprocess.run(["nsenter", "-t", str(pid), "-m", "--", "umount", "-l", str(data)], check=False)
+        kill_spawned(runner, fs_pid, start)
+    assert not pids_with_cmdline(runner, token)
+    assert os.pread(os.open(f"/proc/{pid}/root{data}", os.O_RDONLY), 4096, 5 * 4096)[:1] == b"\x05"
+
+
+def _netns_python(code: str) -> str:
+    return subprocess.run(["unshare", "-n", sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60).stdout
+
+
+def test_delay_queue_adds_the_delay_and_packets_flow_when_it_stops():
+    code = f"""
+import socket, subprocess, sys, threading, time
+subprocess.run(['ip', 'link', 'set', 'lo', 'up'], check=True)
+srv = socket.socket(); srv.bind(('127.0.0.1', 9999)); srv.listen()
+def serve():
+    while True:
+        c, _ = srv.accept(); c.recv(8); c.send(b'x'); c.close()
+threading.Thread(target=serve, daemon=True).start()
+def rtt():
+    t = time.monotonic(); c = socket.create_connection(('127.0.0.1', 9999)); c.send(b'a'); c.recv(1); c.close()
+    return (time.monotonic() - t) * 1000
+q = subprocess.Popen([sys.executable, {delayq.__file__!r}, '9', '40', '0', '1'], stdout=subprocess.PIPE)
+q.stdout.readline()
+subprocess.run('iptables -w -A OUTPUT -p tcp --dport 9999 -j NFQUEUE --queue-num 9 --queue-bypass', shell=True, check=True)
+delayed = min(rtt() for _ in range(3))
+q.kill(); q.wait()
+print(delayed, rtt())
+"""
+    delayed, after = map(float, _netns_python(code).split())
+    assert delayed >= 75  # 40 ms on each of the two client-to-server round trips
+    assert after < 20
+
+
+def test_chain_scripts_add_and_remove_exactly_our_rules():
+    add = chain_script("POD-TEST", ["OUTPUT", "INPUT"], ["-m statistic --mode random --probability 0.5 -j DROP"])
+    rm = unchain_script("POD-TEST", ["OUTPUT", "INPUT"])
+    script = f"{add} && {add} && iptables -w -S && echo --- && {rm}; {rm}; iptables -w -S"
+    out = subprocess.run(["unshare", "-n", "sh", "-c", script], capture_output=True, text=True, timeout=60).stdout
+    during, after = out.split("---")
+    assert during.count("-j POD-TEST") == 2  # hooked once per hook even when applied twice
+    assert during.count("--probability 0.5") == 1
+    assert "POD-TEST" not in after

@@ -1,0 +1,93 @@
+"""What mechanisms this kernel lacks would run, and clear refusals when they are forced."""
+
+import json
+import re
+
+import pytest
+
+from injectors.latent_sector_error import LatentSectorError, choose_blocks, dust_commands
+from injectors.network_latency import NetworkLatency, netem_script, queue_number
+from injectors.syscall_failure import SyscallFailure, SyscallFailureParams, bcc_loader, bcc_program, seccomp_profile, strace_argv
+from sregym.core.errors import MechanismUnavailable, UserInputError
+
+THIS_VM = {"kprobes": False, "bpf_override_return": False, "bcc_compile": False, "device_mapper": False,
+           "dm_dust": False, "loop": True, "netem": False, "tbf": True, "nfqueue": True, "fuse": True,
+           "nsenter": True, "python3": True, "seccomp": True, "ptrace": True}
+
+
+def test_dm_dust_table_marks_the_planned_blocks_bad_and_enables_failures():
+    cmds = dust_commands("v1", "/run/x/v1.img", 64 << 20, 4096, [10, 99])
+    flat = [" ".join(c) for c in cmds]
+    assert any('dust $(cat /run/x/v1.img.loop) 0 4096' in c and "0 131072" in c for c in flat)
+    assert "dmsetup message v1 0 addbadblock 10" in flat and "dmsetup message v1 0 addbadblock 99" in flat
+    assert flat[-1] == "dmsetup message v1 0 enable"
+
+
+def test_forcing_dm_dust_without_device_mapper_refuses_with_what_is_missing():
+    with pytest.raises(MechanismUnavailable, match="device_mapper, dm_dust"):
+        LatentSectorError.choose_mechanism(THIS_VM, forced="dm-dust")
+    assert LatentSectorError.choose_mechanism(THIS_VM).name == "fuse-bad-blocks"
+
+
+def test_bad_blocks_are_a_seeded_choice_inside_the_file():
+    a = choose_blocks(7, "/data/f", 40960, 4096, 3)
+    assert a == choose_blocks(7, "/data/f", 40960, 4096, 3)
+    assert len(set(a)) == 3 and all(0 <= b < 10 for b in a)
+    assert choose_blocks(7, "/data/f", 100, 4096, 5) == [0]
+
+
+def test_netem_is_refused_here_and_latency_falls_back_to_the_user_space_delay_queue():
+    with pytest.raises(MechanismUnavailable, match="netem"):
+        NetworkLatency.choose_mechanism(THIS_VM, forced="netem")
+    assert NetworkLatency.choose_mechanism(THIS_VM).name == "nfqueue-delay"
+    assert NetworkLatency.choose_mechanism({**THIS_VM, "nfqueue": False}).name == "tbf-queueing"
+    assert "netem delay 150ms 20ms" in netem_script(150, 20)
+    assert 1000 <= queue_number("POD-X") < 61000
+
+
+def test_ebpf_override_program_fails_the_syscalls_for_one_cgroup_at_the_rate():
+    p = SyscallFailureParams(syscalls=["openat", "read"], errno="EIO", rate=0.5)
+    prog = bcc_program(p, 4242)
+    assert "bpf_get_current_cgroup_id() != 4242ULL" in prog
+    assert "bpf_override_return(ctx, -5)" in prog
+    assert "syscall__openat" in prog and "syscall__read" in prog
+    assert f"{int(0.5 * 0xFFFFFFFF)}U" in prog
+    assert "get_syscall_fnname('openat')" in bcc_loader(p, 4242)
+    with pytest.raises(MechanismUnavailable, match="bpf_override_return"):
+        SyscallFailure.choose_mechanism(THIS_VM, forced="ebpf-override")
+
+
+def test_seccomp_profile_returns_the_errno_for_exactly_the_syscalls():
+    prof = seccomp_profile(SyscallFailureParams(syscalls=["write", "fsync"], errno="ENOSPC"))
+    assert prof["defaultAction"] == "SCMP_ACT_ALLOW"
+    assert prof["syscalls"] == [{"names": ["fsync", "write"], "action": "SCMP_ACT_ERRNO", "errnoRet": 28}]
+    json.dumps(prof)
+    assert SyscallFailure.choose_mechanism(THIS_VM).name == "seccomp"
+
+
+def test_strace_injects_every_nth_call_on_a_path_for_all_container_processes():
+    argv = strace_argv(SyscallFailureParams(syscalls=["openat"], errno="EIO", rate=0.25, path="/data/x"),
+                       [11, 12], "tok")
+    s = " ".join(argv)
+    assert "inject=openat:error=EIO:when=1+4" in s and "-P /data/x" in s and "-p 11 -p 12" in s
+    full = " ".join(strace_argv(SyscallFailureParams(syscalls=["read"]), [1], "t"))
+    assert "inject=read:error=EIO" in full and "when=" not in full
+
+
+def test_bad_params_name_the_field():
+    with pytest.raises(UserInputError, match="errno"):
+        SyscallFailure.parse_params({"syscalls": ["read"], "errno": "ENOTREAL"})
+    with pytest.raises(UserInputError, match="syscalls"):
+        SyscallFailure.parse_params({"syscalls": ["read; rm -rf /"]})
+    with pytest.raises(UserInputError, match="paths"):
+        LatentSectorError.parse_params({})
+
+
+def test_names_created_on_nodes_are_neutral():
+    from sregym.injectors.netns import chain_name
+    from sregym.injectors.noise import token
+    from injectors import latent_sector_error, syscall_failure
+
+    telling = re.compile(r"chaos|fault|inject", re.I)
+    for name in (chain_name("abc"), token("x", 1), latent_sector_error.WORK_DIR, syscall_failure.WORK_DIR):
+        assert not telling.search(name), name

@@ -1,0 +1,275 @@
+"""Mitigation oracles on the real cluster: each fails while a fault state is in place and passes
+after the state is restored. Every test builds its own small objects in a fresh namespace with
+images already present on the node (no registry is reachable)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import secrets
+import threading
+import time
+
+import pytest
+import yaml
+
+from sregym.oracles import MITIGATION_ORACLES, MitigationContext
+
+pytestmark = pytest.mark.cluster
+
+WINDOW = {"window_seconds": 4, "interval_seconds": 2}
+
+
+def node_images(kube) -> list[str]:
+    return [n for node in kube.core.list_node().items for img in node.status.images or [] for n in img.names or []]
+
+
+def find_image(kube, *needles: str) -> str | None:
+    for needle in needles:
+        for name in node_images(kube):
+            if needle in name and "@sha256" not in name:
+                return name
+    return None
+
+
+@pytest.fixture(scope="module")
+def kube(cluster):
+    return cluster.kube
+
+
+@pytest.fixture(scope="module")
+def pause_image(kube) -> str:
+    image = find_image(kube, "sregym/base:", "pause")
+    if image is None:
+        pytest.skip("no local image on the node (neither sregym/base nor a pause image)")
+    return image
+
+
+@pytest.fixture(scope="module")
+def shell_image(kube) -> str:
+    image = find_image(kube, "sregym/base:")
+    if image is None:
+        pytest.skip("the sregym/base image (sh, python3) is not on the node yet")
+    return image
+
+
+@pytest.fixture
+def ns(kube):
+    name = f"oracle-it-{secrets.token_hex(3)}"
+    kube.core.create_namespace({"metadata": {"name": name}})
+    yield name
+    kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
+
+
+def apply(kube, ns: str, *manifests: dict) -> None:
+    kube.kubectl("apply", "-n", ns, "-f", "-", input=yaml.safe_dump_all(manifests))
+
+
+def deployment(name: str, image: str, *, replicas: int = 1, command: list[str] | None = None,
+               env: dict[str, str] | None = None, extra_spec: dict | None = None,
+               container_extra: dict | None = None) -> dict:
+    container = {"name": name, "image": image, "imagePullPolicy": "IfNotPresent",
+                 "env": [{"name": k, "value": v} for k, v in (env or {}).items()],
+                 "resources": {"requests": {"cpu": "5m", "memory": "8Mi"}}}
+    if command:
+        container["command"] = command
+    container.update(container_extra or {})
+    spec = {"containers": [container], "terminationGracePeriodSeconds": 0, **(extra_spec or {})}
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
+            "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                     "template": {"metadata": {"labels": {"app": name}}, "spec": spec}}}
+
+
+def rollout(kube, ns: str, name: str, timeout: str = "120s") -> None:
+    kube.kubectl("rollout", "status", f"deployment/{name}", "-n", ns, f"--timeout={timeout}")
+
+
+def check(kube, ns: str, oracle: str, params: dict, **ctx_kw):
+    cls = MITIGATION_ORACLES.get(oracle)
+    ctx = MitigationContext(kube=kube, namespace=ns, window_seconds=4, **ctx_kw)
+    return cls(cls.parse_params(params), ctx).check()
+
+
+def wait_for(predicate, timeout: float = 60, interval: float = 1.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError("condition not reached in time")
+
+
+# -- fault-specific state ---------------------------------------------------------------------
+
+def test_object_field_fails_on_the_broken_env_value_and_passes_once_restored(kube, ns, pause_image):
+    apply(kube, ns, deployment("geo", pause_image, env={"DB_PORT": "5433"}))
+    params = {"kind": "deployment", "name": "geo", **WINDOW,
+              "field": "spec.template.spec.containers[name=geo].env[name=DB_PORT].value",
+              "expect": {"not_equals": 5433, "exists": True}}
+    broken = check(kube, ns, "object_field", params)
+    assert not broken.passed and broken.evidence["last"]["value"] == "5433"
+    kube.kubectl("set", "env", "deployment/geo", "-n", ns, "DB_PORT=5432")
+    fixed = check(kube, ns, "object_field", params)
+    assert fixed.passed, fixed.message
+    assert fixed.evidence["samples"] >= 3  # sampled over the window, not once
+
+
+def test_object_field_fails_when_the_fix_is_reverted_within_the_window(kube, ns, pause_image):
+    apply(kube, ns, deployment("geo", pause_image, env={"DB_PORT": "5432"}))
+    params = {"kind": "deployment", "name": "geo", "window_seconds": 6, "interval_seconds": 1,
+              "field": "spec.template.spec.containers[0].env[name=DB_PORT].value", "expect": {"equals": "5432"}}
+    timer = threading.Timer(2.0, lambda: kube.kubectl("set", "env", "deployment/geo", "-n", ns, "DB_PORT=5433"))
+    timer.start()
+    result = check(kube, ns, "object_field", params)
+    timer.join()
+    assert not result.passed and 0 < result.evidence["passed_samples"] < result.evidence["samples"]
+
+
+def test_configmap_value_and_secret_digest(kube, ns):
+    apply(kube, ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg"},
+                     "data": {"app.properties": "pool.size=0\n"}},
+          {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db"},
+           "data": {"password": base64.b64encode(b"wrong").decode()}})
+    cm = {"name": "cfg", "key": "app.properties", "expect": {"not_contains": "pool.size=0"}, **WINDOW}
+    good = hashlib.sha256(b"s3cret").hexdigest()
+    sec = {"name": "db", "key": "password", "sha256_in": [good], **WINDOW}
+    assert not check(kube, ns, "configmap_value", cm).passed
+    broken = check(kube, ns, "secret_value", sec)
+    assert not broken.passed and "wrong" not in json.dumps(broken.model_dump())
+    kube.kubectl("patch", "configmap", "cfg", "-n", ns, "-p", json.dumps({"data": {"app.properties": "pool.size=8\n"}}))
+    kube.kubectl("patch", "secret", "db", "-n", ns, "-p",
+                 json.dumps({"data": {"password": base64.b64encode(b"s3cret").decode()}}))
+    assert check(kube, ns, "configmap_value", cm).passed
+    fixed = check(kube, ns, "secret_value", sec)
+    assert fixed.passed and "s3cret" not in json.dumps(fixed.model_dump())
+
+
+def test_quota_not_binding_fails_at_the_hard_limit_and_passes_with_headroom(kube, ns, pause_image):
+    apply(kube, ns, {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "pods"},
+                     "spec": {"hard": {"pods": "1"}}})
+    apply(kube, ns, deployment("web", pause_image))
+    wait_for(lambda: (json.loads(kube.kubectl("get", "resourcequota", "pods", "-n", ns, "-o", "json").stdout)
+                      .get("status", {}).get("used", {}).get("pods") == "1"))
+    broken = check(kube, ns, "quota_not_binding", WINDOW)
+    assert not broken.passed and "pods used 1 of 1" in broken.message
+    kube.kubectl("patch", "resourcequota", "pods", "-n", ns, "-p", json.dumps({"spec": {"hard": {"pods": "10"}}}))
+    wait_for(lambda: "10" == json.loads(kube.kubectl("get", "resourcequota", "pods", "-n", ns, "-o", "json").stdout)
+             .get("status", {}).get("hard", {}).get("pods"))
+    assert check(kube, ns, "quota_not_binding", WINDOW).passed
+
+
+def test_pods_schedulable_fails_while_a_pod_cannot_be_placed(kube, ns, pause_image):
+    apply(kube, ns, deployment("web", pause_image, extra_spec={"nodeSelector": {"disktype": "nvme-none"}}))
+    wait_for(lambda: "Unschedulable" in kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)
+    broken = check(kube, ns, "pods_schedulable", {"grace_seconds": 0, **WINDOW})
+    assert not broken.passed and "Unschedulable" in broken.message
+    kube.kubectl("patch", "deployment", "web", "-n", ns, "--type=json",
+                 "-p", json.dumps([{"op": "remove", "path": "/spec/template/spec/nodeSelector"}]))
+    rollout(kube, ns, "web")
+    wait_for(lambda: "Unschedulable" not in kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)
+    assert check(kube, ns, "pods_schedulable", {"grace_seconds": 0, **WINDOW}).passed
+
+
+def test_network_policy_denying_the_client_fails_and_passes_once_removed(kube, ns, pause_image):
+    server = deployment("api", pause_image, container_extra={"ports": [{"name": "http", "containerPort": 8080}]})
+    apply(kube, ns, deployment("web", pause_image), server,
+          {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
+           "spec": {"selector": {"app": "api"}, "ports": [{"port": 80, "targetPort": "http"}]}},
+          {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "default"},
+           "spec": {"podSelector": {}, "policyTypes": ["Ingress"]}})
+    rollout(kube, ns, "api")
+    rollout(kube, ns, "web")
+    params = {"source_workload": "web", "service": "api", **WINDOW}
+    broken = check(kube, ns, "no_network_policy_denying", params)
+    assert not broken.passed and f"ingress:{ns}/default" in broken.message
+    apply(kube, ns, {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy", "metadata": {"name": "allow-web"},
+                     "spec": {"podSelector": {"matchLabels": {"app": "api"}},
+                              "ingress": [{"from": [{"podSelector": {"matchLabels": {"app": "web"}}}],
+                                           "ports": [{"port": 8080}]}]}})
+    assert check(kube, ns, "no_network_policy_denying", params).passed
+    kube.kubectl("delete", "networkpolicy", "allow-web", "default", "-n", ns)
+    assert check(kube, ns, "no_network_policy_denying", params).passed
+
+
+# -- workload health ----------------------------------------------------------------------------
+
+def test_workload_health_passes_when_healthy_and_fails_when_scaled_to_zero(kube, ns, pause_image):
+    apply(kube, ns, deployment("web", pause_image, replicas=2))
+    rollout(kube, ns, "web")
+    healthy = check(kube, ns, "workload_health", WINDOW)
+    assert healthy.passed, healthy.message
+    kube.kubectl("scale", "deployment/web", "-n", ns, "--replicas=0")
+    wait_for(lambda: not json.loads(kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"])
+    scaled = check(kube, ns, "workload_health", WINDOW)
+    assert not scaled.passed and "0/1 available" in scaled.message
+
+
+def test_workload_health_fails_when_a_container_restarts_during_the_window_even_if_running_at_the_end(
+        kube, ns, shell_image):
+    # The container exits once, 4 s after its first start (a flag on an emptyDir survives the
+    # restart), then runs for good: Running and Ready at the end of the window.
+    script = "if [ ! -f /flag/once ]; then touch /flag/once; sleep 4; exit 1; fi; exec sleep 100000"
+    apply(kube, ns, deployment("web", shell_image, command=["sh", "-c", script],
+                               extra_spec={"volumes": [{"name": "flag", "emptyDir": {}}]},
+                               container_extra={"volumeMounts": [{"name": "flag", "mountPath": "/flag"}]}))
+    rollout(kube, ns, "web")
+    result = check(kube, ns, "workload_health", {"window_seconds": 30, "interval_seconds": 2})
+    pod = json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", "app=web", "-o", "json").stdout)["items"][0]
+    status = pod["status"]["containerStatuses"][0]
+    assert status["restartCount"] == 1 and "running" in status["state"] and status["ready"]
+    assert not result.passed and "restarted" in json.dumps(result.evidence)
+
+
+def test_workload_health_fails_on_a_crash_loop(kube, ns, shell_image):
+    apply(kube, ns, deployment("web", shell_image, command=["sh", "-c", "exit 3"]))
+    wait_for(lambda: "CrashLoopBackOff" in kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout, timeout=90)
+    result = check(kube, ns, "workload_health", WINDOW)
+    assert not result.passed and "CrashLoopBackOff" in json.dumps(result.evidence)
+
+
+# -- probes from inside the cluster and inside the app's pod ---------------------------------------
+
+def test_http_probe_fails_while_the_service_points_at_a_dead_port_and_passes_after(kube, ns, shell_image):
+    apply(kube, ns, deployment("api", shell_image, command=["python3", "-m", "http.server", "8080"]),
+          {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
+           "spec": {"selector": {"app": "api"}, "ports": [{"port": 80, "targetPort": 8081}]}})
+    rollout(kube, ns, "api")
+    params = {"url": f"http://api.{ns}.svc.cluster.local/", "requests": 3, "timeout_seconds": 2, "image": shell_image,
+              **WINDOW}
+    broken = check(kube, ns, "http_probe", params)
+    assert not broken.passed and broken.evidence["samples"] == 3
+    kube.kubectl("patch", "service", "api", "-n", ns, "-p",
+                 json.dumps({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}}))
+    fixed = check(kube, ns, "http_probe", params)
+    assert fixed.passed, fixed.message
+    assert fixed.evidence["last"]["status"] == 200
+
+
+def test_disk_not_full_fails_while_the_volume_is_full(kube, ns, shell_image):
+    apply(kube, ns, deployment("db", shell_image, command=["sleep", "100000"],
+                               extra_spec={"volumes": [{"name": "data", "emptyDir": {"medium": "Memory",
+                                                                                      "sizeLimit": "16Mi"}}]},
+                               container_extra={"volumeMounts": [{"name": "data", "mountPath": "/data"}]}))
+    rollout(kube, ns, "db")
+    params = {"workload": "db", "path": "/data", "max_used_percent": 80, **WINDOW}
+    pod = json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", "app=db", "-o", "json").stdout)["items"][0]
+    name = pod["metadata"]["name"]
+    kube.kubectl("exec", "-n", ns, name, "--", "sh", "-c", "dd if=/dev/zero of=/data/fill bs=1M count=15 2>/dev/null; true")
+    broken = check(kube, ns, "disk_not_full", params)
+    assert not broken.passed and broken.evidence["last"]["used_percent"] > 80
+    kube.kubectl("exec", "-n", ns, name, "--", "rm", "-f", "/data/fill")
+    assert check(kube, ns, "disk_not_full", params).passed
+
+
+def test_volume_readable_reads_every_file_through_the_pod(kube, ns, shell_image):
+    apply(kube, ns, deployment("db", shell_image, command=["sh", "-c",
+                                                           "mkdir -p /data/base && for i in 1 2 3; do "
+                                                           "head -c 65536 /dev/urandom > /data/base/$i; done; "
+                                                           "exec sleep 100000"]))
+    rollout(kube, ns, "db")
+    ok = check(kube, ns, "volume_readable", {"workload": "db", "path": "/data", **WINDOW})
+    assert ok.passed and ok.evidence["last"]["files"] == 3
+    missing = check(kube, ns, "volume_readable", {"workload": "db", "path": "/nonexistent", **WINDOW})
+    assert not missing.passed

@@ -152,7 +152,8 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
         plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id,
                            run_seed=seed, exclude=noise_exclusions(problem))
         player = TimelinePlayer(plane, problem.faults, record.timeline, verify_timeout=verify_timeout,
-                                note=phases.note)
+                                noise_params={"duration": problem.noise.duration_seconds,
+                                              "exclude": noise_exclusions(problem)}, note=phases.note)
         with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
             await player.play_until(incident_onset(record.timeline))
         if agent == "oracle":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any
 
 import anyio
 
@@ -17,12 +18,16 @@ from sregym.conductor.faultplane import FaultPlane
 from sregym.core.errors import FaultError
 from sregym.core.problem import FaultSpec, Selector
 from sregym.core.record import TimelineEvent
+from sregym.injectors import INJECTORS
 
 
 class TimelinePlayer:
     def __init__(self, plane: FaultPlane, faults: list[FaultSpec], events: list[TimelineEvent], *,
-                 verify_timeout: float = 90.0, note: Callable[[str], None] = lambda m: None):
+                 verify_timeout: float = 90.0, noise_params: dict[str, Any] | None = None,
+                 note: Callable[[str], None] = lambda m: None):
+        """``noise_params`` (e.g. ``duration``, ``exclude``) go to each noise injector that takes them."""
         self.plane = plane
+        self.noise_params = noise_params or {}
         self.faults = {f.id: f for f in faults}
         self.events = events
         self.verify_timeout = verify_timeout
@@ -49,7 +54,9 @@ class TimelinePlayer:
                                  hint="the run was rolled back; check the target exists and is healthy")
             self.note(f"fault {f.id} in place ({intent.mechanism}): {check.detail}")
         else:
-            intent = await self.plane.start(key=ev.name, kind="noise", injector=ev.injector, params={},
+            accepted = INJECTORS.get(ev.injector).Params.model_fields
+            params = {k: v for k, v in self.noise_params.items() if k in accepted}
+            intent = await self.plane.start(key=ev.name, kind="noise", injector=ev.injector, params=params,
                                             target=Selector(namespace=self.plane.app_namespace))
             ev.mechanism = intent.mechanism
 

@@ -136,6 +136,11 @@ def query_traces(base_url: str, service: str, operation: str | None = None, star
             services = _get_json(client, f"{base}/api/services", {}, "the trace store").get("data") or []
             if service not in services:
                 raise QueryError(f"no traces for service {service!r}; services with traces: {', '.join(sorted(services))}")
+    return {"service": service, **summarize_traces(traces, errors_only=errors_only, limit=limit)}
+
+
+def summarize_traces(traces: list[dict[str, Any]], *, errors_only: bool = False, limit: int = 10) -> dict[str, Any]:
+    """One line of facts per Jaeger trace: root span, duration, services, error spans."""
     summaries = []
     for trace in traces:
         spans, processes = trace.get("spans", []), trace.get("processes", {})
@@ -143,19 +148,20 @@ def query_traces(base_url: str, service: str, operation: str | None = None, star
         if errors_only and not errors:
             continue
         root = min(spans, key=lambda s: s.get("startTime", 0)) if spans else {}
+        begin = root.get("startTime", 0)
+        finish = max((s.get("startTime", 0) + s.get("duration", 0) for s in spans), default=begin)
         summaries.append({
             "trace_id": trace.get("traceID"),
             "root": _span_summary(root, processes) if root else None,
-            "start": root.get("startTime", 0) / 1e6 if root else None,
-            "duration_ms": round(max((s.get("startTime", 0) + s.get("duration", 0) for s in spans), default=0) / 1000
-                                 - (root.get("startTime", 0) / 1000 if root else 0), 3),
+            "start": begin / 1e6 if root else None,
+            "duration_ms": round((finish - begin) / 1000, 3),
             "spans": len(spans),
             "services": sorted({processes.get(s.get("processID"), {}).get("serviceName", "?") for s in spans}),
             "error_spans": [_span_summary(s, processes) for s in errors[:5]],
         })
         if len(summaries) >= limit:
             break
-    return {"service": service, "traces": summaries, "count": len(summaries)}
+    return {"traces": summaries, "count": len(summaries)}
 
 
 def _text_matches(line: str, text: str | None) -> bool:
@@ -187,6 +193,22 @@ def query_loki(base_url: str, namespace: str, pod: str | None = None, container:
                           "line": line})
     lines.sort(key=lambda x: x["ts"], reverse=True)
     return {"lines": lines[:limit], "count": min(len(lines), limit), "source": "log service"}
+
+
+def parse_timestamped_log(raw: str) -> list[tuple[float, str]]:
+    """Lines of ``kubectl logs --timestamps`` output (RFC 3339 nanosecond stamps) as (unix time, text)."""
+    rows = []
+    for row in raw.splitlines():
+        stamp, _, line = row.partition(" ")
+        if stamp.endswith("Z"):
+            date, _, frac = stamp[:-1].partition(".")
+            stamp = f"{date}.{frac[:6]}+00:00" if frac else f"{date}+00:00"
+        try:
+            rows.append((parse_time(stamp), line))
+        except ValueError:
+            if rows:  # a continuation without a stamp belongs to the line before
+                rows[-1] = (rows[-1][0], rows[-1][1] + "\n" + row)
+    return rows
 
 
 def query_kube_logs(kubeconfig: str, namespace: str, pod: str | None = None, container: str | None = None,
@@ -223,12 +245,7 @@ def query_kube_logs(kubeconfig: str, namespace: str, pod: str | None = None, con
             except ApiException as e:
                 errors.append(f"{p.metadata.name}/{c}: {e.reason}")
                 continue
-            for row in raw.splitlines():
-                stamp, _, line = row.partition(" ")
-                try:
-                    ts = parse_time(stamp[:26].rstrip("Z") + "+00:00" if stamp.endswith("Z") else stamp)
-                except ValueError:
-                    continue
+            for ts, line in parse_timestamped_log(raw):
                 if t0 <= ts <= t1 and _text_matches(line, text):
                     lines.append({"ts": ts, "pod": p.metadata.name, "container": c, "line": line})
     lines.sort(key=lambda x: x["ts"], reverse=True)

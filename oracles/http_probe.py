@@ -84,12 +84,13 @@ def judge_line(line: dict[str, Any], p: HttpProbeParams) -> Sample:
 
 
 def ensure_namespace(core: client.CoreV1Api, name: str) -> None:
+    """The hidden namespace normally exists (the conductor creates it); create it plainly if not."""
     try:
         core.read_namespace(name)
     except client.ApiException as e:
         if e.status != 404:
             raise ClusterError(f"cannot read namespace {name}: {e.reason}") from None
-        body = {"metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE}}}
+        body = {"metadata": {"name": name}}  # no labels: nothing may tell what it is for
         try:
             core.create_namespace(body)
         except client.ApiException as e2:

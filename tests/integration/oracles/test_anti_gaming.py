@@ -1,0 +1,133 @@
+"""Anti-gaming: cheap strategies must not pass mitigation while the fault persists.
+
+For whole problems from ``problems/`` (at least five fault families), on the real cluster: deploy
+the app, measure the baseline, inject and verify the faults, then play a strategy as an agent
+could with write access to the app's namespace: do nothing, restart every pod, delete and
+recreate every Deployment/StatefulSet from its current spec, or scale everything to zero and back.
+If the fault is still in place afterwards (the injector's own ``verify`` says so), the problem's
+mitigation oracles must fail. Faults are recovered afterwards whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import secrets
+import time
+
+import anyio
+import pytest
+
+from sregym.conductor.appdriver import app_driver
+from sregym.conductor.faultplane import FaultPlane
+from sregym.conductor.grading import grade_mitigation
+from sregym.conductor.journal import Journal, RunHeader
+from sregym.conductor.run import ensure_hidden_namespace
+from sregym.conductor.scheduler import TimelinePlayer
+from sregym.conductor.timeline import resolve_timeline
+from sregym.core.loader import load_catalog
+
+pytestmark = pytest.mark.cluster
+
+STRATEGIES = ("do_nothing", "restart_every_pod", "recreate_workloads", "scale_to_zero_and_back")
+GRADE_WINDOW = float(os.environ.get("SREGYM_ANTIGAMING_WINDOW", "20"))
+MIN_FAMILIES = 5
+
+
+def problems_by_family() -> list:
+    """One problem per fault family (the first by id), of those with a root-cause fault."""
+    try:
+        catalog = load_catalog()
+    except Exception:  # noqa: BLE001 - no catalog yet means nothing to test
+        return []
+    chosen: dict[str, object] = {}
+    wanted = [p for p in os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "").split(",") if p]
+    for pid, lp in sorted(catalog.problems.items()):
+        p = lp.problem
+        if p.no_op or (wanted and pid not in wanted):
+            continue
+        chosen.setdefault(p.tags.fault_family, p)
+    return list(chosen.values())
+
+
+PROBLEMS = problems_by_family()
+
+
+def workloads(kube, ns: str) -> list[dict]:
+    out = []
+    for kind in ("deployments", "statefulsets"):
+        out += json.loads(kube.kubectl("get", kind, "-n", ns, "-o", "json").stdout)["items"]
+    return out
+
+
+def wait_settled(kube, ns: str, timeout: int = 120) -> None:
+    for w in workloads(kube, ns):
+        kube.kubectl("rollout", "status", f"{w['kind'].lower()}/{w['metadata']['name']}", "-n", ns,
+                     f"--timeout={timeout}s", check=False, timeout=timeout + 30)
+
+
+def play(strategy: str, kube, ns: str) -> None:
+    """What a gaming agent does, with the same kubectl write verbs it has."""
+    if strategy == "restart_every_pod":
+        kube.kubectl("delete", "pods", "--all", "-n", ns, "--wait=true", timeout=180)
+    elif strategy == "recreate_workloads":
+        items = workloads(kube, ns)
+        for w in items:
+            kube.kubectl("delete", w["kind"].lower(), w["metadata"]["name"], "-n", ns, "--wait=true", timeout=180)
+        for w in items:
+            meta = {k: v for k, v in w["metadata"].items() if k in ("name", "namespace", "labels", "annotations")}
+            meta.get("annotations", {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
+            kube.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": w["apiVersion"], "kind": w["kind"],
+                                                                "metadata": meta, "spec": w["spec"]}))
+    elif strategy == "scale_to_zero_and_back":
+        items = [(w["kind"].lower(), w["metadata"]["name"], w["spec"].get("replicas", 1)) for w in workloads(kube, ns)]
+        for kind, name, _ in items:
+            kube.kubectl("scale", f"{kind}/{name}", "-n", ns, "--replicas=0")
+        time.sleep(5)
+        for kind, name, n in items:
+            kube.kubectl("scale", f"{kind}/{name}", "-n", ns, f"--replicas={n}")
+    if strategy != "do_nothing":
+        wait_settled(kube, ns)
+
+
+async def gamed(problem, strategy: str, cluster):
+    """(fault still in place, mitigation grade) after ``strategy``; faults always recovered."""
+    driver = app_driver()
+    app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
+    await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
+    baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, GRADE_WINDOW)
+    run_id = "g" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
+    journal = Journal(run_id)
+    journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
+                            context=cluster.context))
+    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id, run_seed=0)
+    try:
+        player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False))
+        await player.play_until(math.inf)
+        await anyio.to_thread.run_sync(play, strategy, cluster.kube, app.namespace)
+        persists = False
+        for f in problem.root_cause_faults:
+            check = await plane.verify(f.id, timeout=5)
+            persists = persists or check.ok
+        grade = await grade_mitigation(problem, app, cluster, baseline, GRADE_WINDOW)
+        return persists, grade
+    finally:
+        with anyio.CancelScope(shield=True):
+            if not await plane.recover_all():
+                journal.close()
+            await anyio.to_thread.run_sync(wait_settled, cluster.kube, app.namespace)
+
+
+@pytest.mark.skipif(len({p.tags.fault_family for p in PROBLEMS}) < MIN_FAMILIES,
+                    reason=f"needs problems of at least {MIN_FAMILIES} fault families in problems/ "
+                           f"(found {len(PROBLEMS)})")
+@pytest.mark.parametrize("strategy", STRATEGIES)
+@pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.id)
+def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, problem, strategy):
+    persists, grade = anyio.run(gamed, problem, strategy, cluster)
+    if strategy == "do_nothing":
+        assert persists, f"{problem.id}: the fault vanished without any action"
+    if persists:
+        assert not grade.passed, (f"{problem.id}: '{strategy}' passed mitigation while the fault persists: "
+                                  + "; ".join(f"{c.name}: {c.message}" for c in grade.checks))

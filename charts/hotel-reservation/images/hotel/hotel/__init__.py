@@ -1,0 +1,1 @@
+"""The hotel reservation services (DeathStarBench topology), one role per process."""

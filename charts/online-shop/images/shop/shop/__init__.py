@@ -1,0 +1,1 @@
+"""The online shop: web tier, API, background order workers and the load generator."""

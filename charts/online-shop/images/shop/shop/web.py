@@ -1,0 +1,57 @@
+"""web: the storefront behind the load balancer; composes pages from the API."""
+
+import asyncio
+
+from aiohttp import web
+
+from svckit import client, telemetry, web as svcweb
+
+SERVICE = "web"
+
+
+def _api(request: web.Request) -> client.Downstream:
+    return client.downstream(request, "api")
+
+
+async def home(request: web.Request) -> web.Response:
+    user = request.query.get("user", "guest")
+    products, cart = await asyncio.gather(_api(request).call("GET", "/products"),
+                                          _api(request).call("GET", f"/carts/{user}"))
+    return web.json_response({"products": products["products"], "cartItems": len(cart["items"])})
+
+
+async def product(request: web.Request) -> web.Response:
+    return web.json_response(await _api(request).call("GET", f"/products/{request.match_info['id']}"))
+
+
+async def add_to_cart(request: web.Request) -> web.Response:
+    body = await request.json()
+    await _api(request).call("POST", f"/carts/{request.match_info['user']}/items", json=body)
+    return web.json_response({"ok": True}, status=201)
+
+
+async def cart(request: web.Request) -> web.Response:
+    return web.json_response(await _api(request).call("GET", f"/carts/{request.match_info['user']}"))
+
+
+async def checkout(request: web.Request) -> web.Response:
+    user = request.match_info["user"]
+    try:
+        placed = await _api(request).call("POST", f"/carts/{user}/checkout")
+    except client.DownstreamError as e:
+        if e.status == 400:
+            return web.json_response({"message": "cart is empty"}, status=400)
+        raise
+    return web.json_response(placed, status=201)
+
+
+def main() -> None:
+    telemetry.setup(SERVICE)
+    app = svcweb.make_app(SERVICE)
+    client.attach(app, SERVICE, ["api"])
+    app.router.add_get("/", home)
+    app.router.add_get("/product/{id}", product)
+    app.router.add_post("/cart/{user}", add_to_cart)
+    app.router.add_get("/cart/{user}", cart)
+    app.router.add_post("/cart/{user}/checkout", checkout)
+    svcweb.run(app)

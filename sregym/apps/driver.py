@@ -1,0 +1,99 @@
+"""The conductor's app driver: deploy (or reuse), health and the SLO baseline of any app.
+
+It satisfies ``sregym.conductor.appdriver.AppDriver`` structurally (this layer cannot import the
+conductor), and returns objects with the fields of its ``DeployedApp``."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sregym.apps import lifecycle
+from sregym.apps.slo import measure_slos
+from sregym.apps.spec import AppSpec, charts_root, load_app
+from sregym.cluster.handle import ClusterHandle
+
+
+@dataclass
+class DeployedApp:
+    """An app running in the cluster (same fields as the conductor's ``DeployedApp``); ``info`` is
+    the app's :class:`AppSpec` (its SLOs, topology and workload) for the mitigation oracles."""
+
+    name: str
+    namespace: str
+    chart_hash: str | None = None
+    reused: bool = False
+    prometheus_url: str | None = None
+    traces_url: str | None = None
+    logs_url: str | None = None
+    info: Any = None
+    components: list[str] = field(default_factory=list)
+
+
+def observability_urls(cluster: ClusterHandle) -> dict[str, str | None]:
+    """Prometheus, trace and log query URLs reachable from this host, when the stack says them."""
+    try:
+        from sregym.apps import observability
+    except ImportError:
+        return {}
+    endpoints = observability.endpoints(cluster)
+    get = endpoints.get if isinstance(endpoints, dict) else lambda k: getattr(endpoints, k, None)
+    return {"prometheus_url": get("prometheus_url") or get("prometheus"),
+            "traces_url": get("traces_url") or get("jaeger_url") or get("traces"),
+            "logs_url": get("logs_url") or get("logs")}
+
+
+def set_path(values: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
+    """``values`` with ``a.b.c`` set to ``value`` (creating the nested dicts)."""
+    node = values
+    *parents, last = dotted.split(".")
+    for key in parents:
+        node = node.setdefault(key, {})
+    node[last] = value
+    return values
+
+
+class AppsDriver:
+    """Deploys apps from chart folders (the given ones first, then the repository's ``charts/``)."""
+
+    def __init__(self, charts_dirs: Sequence[Path] = (), *, timeout_s: float = 600):
+        self.roots = [*map(Path, charts_dirs), charts_root()]
+        self.timeout_s = timeout_s
+
+    def spec(self, name: str) -> AppSpec:
+        return load_app(name, self.roots)
+
+    def deploy(self, app: Any, cluster: ClusterHandle) -> DeployedApp:
+        """Deploy a problem's ``AppRef`` (name, namespace, values, load_rps) or reuse it; wait for Ready."""
+        spec = self.spec(app.name)
+        values = dict(app.values or {})
+        if getattr(app, "load_rps", None) and spec.workload:
+            set_path(values, spec.workload.rps_value, app.load_rps)
+        result = lifecycle.deploy(cluster, spec, app.namespace, values, timeout=self.timeout_s)
+        return DeployedApp(name=spec.name, namespace=result.namespace, chart_hash=result.chart_hash,
+                           reused=result.reused, info=spec, components=spec.components,
+                           **observability_urls(cluster))
+
+    def health(self, deployed: DeployedApp, cluster: ClusterHandle) -> tuple[bool, str]:
+        current = lifecycle.status(cluster, deployed.info or self.spec(deployed.name), deployed.namespace)
+        return current.ready, "; ".join(current.problems) or "all workloads ready"
+
+    def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
+        """Let the workload run ``window_s`` seconds, then measure every SLO over that window."""
+        spec = deployed.info or self.spec(deployed.name)
+        healthy, detail = self.health(deployed, cluster)
+        if not spec.slos or not deployed.prometheus_url:
+            why = "this chart has no SLOs" if not spec.slos else "no Prometheus URL is known"
+            return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})"}
+        time.sleep(window_s)
+        slos = measure_slos(deployed.prometheus_url, spec, deployed.namespace, window_s)
+        return {"healthy": healthy, "detail": detail, "window_s": window_s, "slos": slos,
+                "met": all(s["met"] for s in slos.values())}
+
+
+def app_driver(charts_dirs: Sequence[Path] = ()) -> AppsDriver:
+    """The driver the conductor uses (``sregym.conductor.appdriver.app_driver`` looks for this)."""
+    return AppsDriver(charts_dirs)

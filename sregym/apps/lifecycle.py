@@ -1,0 +1,224 @@
+"""Deploy, inspect, wait for and delete one app in a cluster."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from kubernetes.client.exceptions import ApiException
+from pydantic import BaseModel, Field
+
+from sregym.apps import release
+from sregym.apps.spec import AppSpec, load_app
+from sregym.cluster.handle import ClusterHandle
+from sregym.core.errors import ClusterError, PrerequisiteError
+
+# Waiting reasons that will not clear by themselves.
+STUCK = {"ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName", "CreateContainerConfigError",
+         "CreateContainerError", "CrashLoopBackOff"}
+
+
+class WorkloadStatus(BaseModel):
+    kind: str
+    name: str
+    ready: int
+    desired: int
+
+
+class PodStatus(BaseModel):
+    name: str
+    phase: str
+    ready: bool
+    restarts: int
+    reason: str | None = Field(None, description="why a container waits or last ended, if it does")
+
+
+class AppStatus(BaseModel):
+    """One app's release and workloads as the cluster reports them now."""
+
+    name: str
+    namespace: str
+    release: str | None = Field(None, description="helm status: deployed, failed, ... (None: not installed)")
+    chart_hash: str | None = None
+    workloads: list[WorkloadStatus] = Field(default_factory=list)
+    pods: list[PodStatus] = Field(default_factory=list)
+
+    @property
+    def problems(self) -> list[str]:
+        """What keeps the app from being ready, one line each."""
+        out = [] if self.release == "deployed" else [f"release {self.name} is {self.release or 'not installed'}"]
+        out += [f"{w.kind}/{w.name} {w.ready}/{w.desired} ready" for w in self.workloads if w.ready < w.desired]
+        out += [f"pod/{p.name}: {p.reason}" for p in self.pods if p.reason and not p.ready]
+        return out
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.workloads) and not self.problems
+
+
+class DeployResult(BaseModel):
+    name: str
+    namespace: str
+    chart_hash: str
+    reused: bool
+    seconds: float
+
+
+def _spec(app: AppSpec | str) -> AppSpec:
+    return app if isinstance(app, AppSpec) else load_app(app)
+
+
+def _pod_reason(pod: Any) -> str | None:
+    for cs in (pod.status.init_container_statuses or []) + (pod.status.container_statuses or []):
+        if cs.state and cs.state.waiting and cs.state.waiting.reason not in (None, "PodInitializing", "ContainerCreating"):
+            return f"{cs.name} {cs.state.waiting.reason}: {(cs.state.waiting.message or '')[:200]}".rstrip(": ")
+        if cs.last_state and cs.last_state.terminated and not cs.ready:
+            t = cs.last_state.terminated
+            return f"{cs.name} last exited {t.exit_code} ({t.reason})"
+    for cond in pod.status.conditions or []:
+        if cond.type == "PodScheduled" and cond.status == "False":
+            return f"unschedulable: {cond.message}"
+    return None
+
+
+def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None) -> AppStatus:
+    """The release, workloads and pods of ``app`` in ``namespace`` (default: the app's own)."""
+    spec = _spec(app)
+    ns = namespace or spec.namespace
+    state, digest = release.installed(cluster, spec.name, ns)
+    out = AppStatus(name=spec.name, namespace=ns, release=state, chart_hash=digest)
+    if state is None:
+        return out
+    # one app per namespace: every workload there is the app's (this also covers charts without labels we know)
+    kube = cluster.kube
+    for kind, items in (("Deployment", kube.apps.list_namespaced_deployment(ns).items),
+                        ("StatefulSet", kube.apps.list_namespaced_stateful_set(ns).items)):
+        for w in items:
+            desired = w.spec.replicas if w.spec.replicas is not None else 1
+            ready = w.status.ready_replicas or 0
+            if kind == "Deployment" and (w.status.updated_replicas or 0) < desired:
+                ready = min(ready, w.status.updated_replicas or 0)  # an old ReplicaSet's pods do not count
+            out.workloads.append(WorkloadStatus(kind=kind, name=w.metadata.name, ready=ready, desired=desired))
+    for pod in kube.core.list_namespaced_pod(ns).items:
+        if pod.metadata.deletion_timestamp:
+            continue
+        statuses = pod.status.container_statuses or []
+        out.pods.append(PodStatus(name=pod.metadata.name, phase=pod.status.phase or "Unknown",
+                                  ready=bool(statuses) and all(cs.ready for cs in statuses),
+                                  restarts=sum(cs.restart_count for cs in statuses), reason=_pod_reason(pod)))
+    return out
+
+
+def wait_ready(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None, *,
+               timeout: float = 600, poll: float = 3) -> AppStatus:
+    """Wait until every workload of the app is ready; raise ClusterError naming what is not."""
+    spec = _spec(app)
+    deadline = time.monotonic() + timeout
+    stuck_since: dict[str, float] = {}
+    while True:
+        current = status(cluster, spec, namespace)
+        if current.ready:
+            return current
+        now = time.monotonic()
+        for pod in current.pods:
+            if pod.reason and any(r in pod.reason for r in STUCK):
+                stuck_since.setdefault(pod.name, now)
+                # an image that is not on the node will not appear: say so at once
+                if "ErrImageNeverPull" in pod.reason or now - stuck_since[pod.name] > 120:
+                    raise ClusterError(f"app {spec.name} in {current.namespace} cannot become ready: pod/{pod.name} "
+                                       f"{pod.reason}", hint=_hint(pod.reason, current.namespace))
+        if now > deadline:
+            raise ClusterError(f"app {spec.name} in {current.namespace} not ready after {timeout:.0f}s: "
+                               + "; ".join(current.problems[:8]), hint=f"kubectl -n {current.namespace} get pods,events")
+        time.sleep(poll)
+
+
+def _hint(reason: str, namespace: str) -> str:
+    if "Image" in reason:
+        return "build and load the images first: `sregym images build`"
+    return f"kubectl -n {namespace} describe pods; kubectl -n {namespace} logs <pod>"
+
+
+def install_values(cluster: ClusterHandle, spec: AppSpec, values: dict[str, Any] | None) -> dict[str, Any]:
+    """The values an install gets: image tags, storage and trace endpoint for this cluster, then the
+    caller's overrides, then the chart hash of all that."""
+    computed: dict[str, Any] = {"images": release.image_values(spec)}
+    computed = release.deep_merge(computed, release.storage_values(cluster))
+    endpoint = _traces_endpoint(cluster)
+    if endpoint:
+        computed["tracing"] = {"otlpTracesEndpoint": endpoint}
+    merged = release.deep_merge(computed, values or {})
+    merged.setdefault("sregym", {})["chartHash"] = release.chart_hash(spec.chart, merged)
+    return merged
+
+
+def _traces_endpoint(cluster: ClusterHandle) -> str | None:
+    """The in-cluster OTLP/HTTP traces URL of the observability stack, when it says one."""
+    try:
+        from sregym.apps import observability
+    except ImportError:
+        return None
+    endpoints = observability.endpoints(cluster)
+    for name in ("otlp_traces_url", "otlp_http_traces", "otlp_traces"):
+        found = endpoints.get(name) if isinstance(endpoints, dict) else getattr(endpoints, name, None)
+        if found:
+            return str(found)
+    return None
+
+
+def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None,
+           values: dict[str, Any] | None = None, *, wait: bool = True, timeout: float = 600) -> DeployResult:
+    """Install ``app`` into ``namespace`` and wait until Ready, or reuse the release already there
+    when it was installed at the same chart hash (chart files + values) and is healthy."""
+    spec = _spec(app)
+    ns = namespace or spec.namespace
+    started = time.monotonic()
+    merged = install_values(cluster, spec, values)
+    digest = merged["sregym"]["chartHash"]
+    state, installed_hash = release.installed(cluster, spec.name, ns)
+    if state == "deployed" and installed_hash == digest and status(cluster, spec, ns).ready:
+        return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=True,
+                            seconds=time.monotonic() - started)
+    release.upgrade_install(cluster, spec, ns, merged)
+    if wait:
+        wait_ready(cluster, spec, ns, timeout=timeout)
+    return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=False,
+                        seconds=time.monotonic() - started)
+
+
+def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None, *,
+           purge_data: bool = False, timeout: float = 180) -> bool:
+    """Uninstall the app and remove its namespace (claims included). With ``purge_data``, also the
+    hostPath data this host keeps for it, so the next deploy starts from empty stores.
+    Returns False when nothing was installed."""
+    spec = _spec(app)
+    ns = namespace or spec.namespace
+    existed = release.uninstall(cluster, spec.name, ns)
+    try:
+        cluster.kube.core.delete_namespace(ns)
+        existed = True
+    except ApiException as e:
+        if e.status != 404:
+            raise ClusterError(f"cannot delete namespace {ns}: {e.reason}") from None
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            cluster.kube.core.read_namespace(ns)
+        except ApiException as e:
+            if e.status == 404:
+                break
+            raise
+        time.sleep(2)
+    else:
+        raise ClusterError(f"namespace {ns} still terminating after {timeout:.0f}s",
+                           hint=f"kubectl get namespace {ns} -o yaml (look at its conditions)")
+    if purge_data and cluster.data_dir is not None:
+        data = Path(cluster.data_dir) / "volumes" / ns
+        if data.exists():
+            try:
+                shutil.rmtree(data)
+            except PermissionError:
+                raise PrerequisiteError(f"cannot remove {data}: not permitted", hint="run as root") from None
+    return existed

@@ -1,0 +1,116 @@
+"""Helm releases of our apps: the values an install gets, its chart hash, and the helm calls."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from sregym.apps.spec import AppSpec
+from sregym.cluster.handle import ClusterHandle
+from sregym.cluster.kube import helm_path
+from sregym.core.errors import ClusterError, UnknownNameError, UserInputError
+
+HASH_VALUE = ("sregym", "chartHash")
+_NOT_CHART = {"images", "__pycache__", "sregym.yaml", ".helmignore"}
+
+
+def deep_merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    """``override`` on top of ``base``, merging nested dicts (what Helm does with -f files)."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def chart_hash(chart: Path, values: dict[str, Any]) -> str:
+    """16 hex digits over the chart's template files and the install's values (images carry their
+    own input-hash tags in ``values``, so a changed image changes the hash too)."""
+    digest = hashlib.sha256()
+    for path in sorted(chart.rglob("*")):
+        rel = path.relative_to(chart)
+        if path.is_file() and not _NOT_CHART & set(rel.parts):
+            digest.update(f"{rel.as_posix()}\0".encode() + path.read_bytes() + b"\0")
+    digest.update(json.dumps(values, sort_keys=True, separators=(",", ":")).encode())
+    return digest.hexdigest()[:16]
+
+
+def image_values(spec: AppSpec) -> dict[str, str]:
+    """``images.<key>`` -> ``sregym/<image>:<input-hash>`` for every image the app declares."""
+    from sregym.cluster.images import image_ref
+
+    out = {}
+    for key, image in spec.images.items():
+        try:
+            out[key] = image_ref(image)
+        except UnknownNameError:
+            continue  # not defined in this checkout: keep the chart's default reference
+    return out
+
+
+def storage_values(cluster: ClusterHandle) -> dict[str, Any]:
+    """Use the cluster's default StorageClass when it has one; otherwise hostPath volumes under
+    the cluster's data directory (the local cluster has no provisioner)."""
+    for sc in cluster.kube.storage.list_storage_class().items:
+        annotations = sc.metadata.annotations or {}
+        if annotations.get("storageclass.kubernetes.io/is-default-class") == "true":
+            return {}
+    if cluster.data_dir is None:
+        raise ClusterError(f"cluster {cluster.name} has no default StorageClass and no local data directory",
+                           hint="mark a StorageClass default, or pass --set persistence.storageClassName=<class>")
+    return {"persistence": {"hostPath": {"root": str(Path(cluster.data_dir) / "volumes")}}}
+
+
+def helm(cluster: ClusterHandle, *args: str, input: str | None = None, timeout: float = 300
+         ) -> subprocess.CompletedProcess[str]:
+    """Run helm against ``cluster``; the caller checks the return code."""
+    cmd = [helm_path(), *args, "--kubeconfig", str(cluster.kubeconfig)]
+    if cluster.context:
+        cmd += ["--kube-context", cluster.context]
+    return subprocess.run(cmd, capture_output=True, text=True, input=input, timeout=timeout)
+
+
+def installed(cluster: ClusterHandle, release: str, namespace: str) -> tuple[str | None, str | None]:
+    """(helm status of the release, chart hash it was installed with); (None, None) when absent."""
+    proc = helm(cluster, "status", release, "-n", namespace, "-o", "json", timeout=60)
+    if proc.returncode != 0:
+        return None, None
+    state = json.loads(proc.stdout).get("info", {}).get("status")
+    vals = helm(cluster, "get", "values", release, "-n", namespace, "-o", "json", timeout=60)
+    current = (json.loads(vals.stdout or "{}") or {}) if vals.returncode == 0 else {}
+    return state, (current.get(HASH_VALUE[0]) or {}).get(HASH_VALUE[1])
+
+
+def upgrade_install(cluster: ClusterHandle, spec: AppSpec, namespace: str, values: dict[str, Any]) -> None:
+    """``helm upgrade --install`` with ``values`` on stdin (JSON is YAML: no --set escaping)."""
+    proc = helm(cluster, "upgrade", "--install", spec.name, str(spec.chart), "-n", namespace, "--create-namespace",
+                "-f", "-", input=json.dumps(values))
+    if proc.returncode != 0:
+        raise ClusterError(f"helm could not install app {spec.name} into namespace {namespace}: "
+                           f"{proc.stderr.strip()[-800:]}", hint=f"kubectl -n {namespace} get events")
+
+
+def uninstall(cluster: ClusterHandle, release: str, namespace: str) -> bool:
+    """Remove the release; False when there was none."""
+    proc = helm(cluster, "uninstall", release, "-n", namespace, "--wait", "--timeout", "120s", timeout=180)
+    if proc.returncode != 0:
+        if "not found" in proc.stderr:
+            return False
+        raise ClusterError(f"helm could not uninstall {release} from {namespace}: {proc.stderr.strip()[-500:]}")
+    return True
+
+
+def template(chart: Path, namespace: str, values: dict[str, Any], release: str = "render") -> str:
+    """Render the chart offline (``helm template``) with ``values``; the manifests as YAML."""
+    proc = subprocess.run([helm_path(), "template", release, str(chart), "-n", namespace, "-f", "-"],
+                          capture_output=True, text=True, input=json.dumps(values), timeout=120)
+    if proc.returncode != 0:
+        raise UserInputError(f"helm template {chart} failed: {proc.stderr.strip()[-800:]}",
+                             hint="check the value overrides against the chart's values.yaml")
+    return proc.stdout

@@ -1,0 +1,117 @@
+"""Our charts render (``helm template``) into what the benchmark relies on: probes, scrape
+annotations, settings from a ConfigMap, credentials from Secrets, node-local volumes on request."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import yaml
+
+from sregym.apps import load_app
+from sregym.apps.release import template
+from sregym.cluster.kube import helm_path
+from sregym.core.errors import PrerequisiteError, UserInputError
+
+OUR_APPS = ["hotel-reservation", "online-shop"]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _helm():
+    try:
+        helm_path()
+    except PrerequisiteError:
+        pytest.skip("helm is not installed (the cluster build provides it)")
+
+
+def render(app: str, values: dict | None = None) -> list[dict]:
+    spec = load_app(app)
+    return [d for d in yaml.safe_load_all(template(spec.chart, spec.namespace, values or {})) if d]
+
+
+def by_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_every_workload_of_the_descriptor_is_rendered(app):
+    docs = render(app)
+    workloads = by_kind(docs, "Deployment") | by_kind(docs, "StatefulSet")
+    assert set(load_app(app).components) == set(workloads)
+    services = by_kind(docs, "Service")
+    assert {s.name for s in load_app(app).services} <= set(services) | {"worker"}
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_every_container_has_liveness_and_readiness_probes(app):
+    for kind in ("Deployment", "StatefulSet"):
+        for name, w in by_kind(render(app), kind).items():
+            for c in w["spec"]["template"]["spec"]["containers"]:
+                assert "readinessProbe" in c and "livenessProbe" in c, f"{kind}/{name}/{c['name']}"
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_python_services_are_scraped_and_read_settings_from_the_configmap(app):
+    spec = load_app(app)
+    for name, d in by_kind(render(app), "Deployment").items():
+        container = d["spec"]["template"]["spec"]["containers"][0]
+        if not container["image"].startswith(f"sregym/{spec.images['app']}:"):
+            continue
+        annotations = d["spec"]["template"]["metadata"]["annotations"]
+        assert annotations["prometheus.io/scrape"] == "true" and annotations["prometheus.io/path"] == "/metrics"
+        assert container["readinessProbe"]["httpGet"]["path"] == "/readyz"
+        if name != "loadgen":
+            assert {"configMapRef": {"name": spec.settings.configmap}} in container["envFrom"]
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_setting_override_reaches_the_configmap(app):
+    spec = load_app(app)
+    docs = render(app, {"settings": {"CALL_RETRIES": "7"}})
+    assert by_kind(docs, "ConfigMap")[spec.settings.configmap]["data"]["CALL_RETRIES"] == "7"
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_passwords_come_from_secrets_not_plain_env(app):
+    for kind in ("Deployment", "StatefulSet"):
+        for w in by_kind(render(app), kind).values():
+            for c in w["spec"]["template"]["spec"]["containers"]:
+                for env in c.get("env", []):
+                    if "PASSWORD" in env["name"]:
+                        assert "secretKeyRef" in env["valueFrom"], f"{w['metadata']['name']} {env['name']}"
+
+
+def test_shop_redis_requires_the_password_from_its_secret():
+    redis = by_kind(render("online-shop"), "StatefulSet")["shop-redis"]
+    args = redis["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[args.index("--requirepass") + 1] == "$(REDIS_PASSWORD)"
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_hostpath_volumes_only_when_asked_and_bound_to_their_claims(app):
+    assert not by_kind(render(app), "PersistentVolume")
+    docs = render(app, {"persistence": {"hostPath": {"root": "/srv/vols"}}})
+    volumes = by_kind(docs, "PersistentVolume")
+    claims = {f"data-{name}-0" for name in by_kind(docs, "StatefulSet")}
+    assert {v["spec"]["claimRef"]["name"] for v in volumes.values()} == claims
+    for v in volumes.values():
+        assert v["spec"]["hostPath"]["path"].startswith(f"/srv/vols/{app}/")
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_image_references_follow_values(app):
+    docs = render(app, {"images": {"app": "sregym/x:0123456789ab"}})
+    images = {c["image"] for w in by_kind(docs, "Deployment").values() for c in w["spec"]["template"]["spec"]["containers"]}
+    assert "sregym/x:0123456789ab" in images
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_nothing_rendered_names_the_fault_plane(app):
+    text = template(load_app(app).chart, app, {})
+    assert not re.search(r"\b(chaos|fault|inject)", text, re.IGNORECASE)  # "default" is fine
+
+
+def test_bad_values_are_a_user_error():
+    spec = load_app("online-shop")
+    with pytest.raises(UserInputError, match="helm template"):
+        template(spec.chart, spec.namespace, {"redis": {"resources": "not-a-map"}, "database": None})

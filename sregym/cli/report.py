@@ -98,6 +98,7 @@ def suite_run(
     from sregym.cluster.providers import current_cluster
     from sregym.conductor.appdriver import app_driver
     from sregym.conductor.checks import check_problem
+    from sregym.conductor.node_leases import NodeLeases
     from sregym.conductor.suite import SuiteRunner
 
     cat = catalog(problems_dir, plugins)
@@ -108,10 +109,11 @@ def suite_run(
     if retry_errors and not resume:
         raise UserInputError("--retry-errors goes with --resume")
     n_seeds = seeds or cat.suite(suite).suite.seeds
+    cluster = current_cluster(kubeconfig, context)
     runner = SuiteRunner(
         [lp.problem for lp in loaded], suite=suite, agent=agent, seeds=range(n_seeds), noise=noise_settings,
-        out_dir=out, cluster=current_cluster(kubeconfig, context), parallel=parallel, retry_errors=retry_errors,
-        max_consecutive_errors=max_consecutive_errors,
+        out_dir=out, cluster=cluster, parallel=parallel, retry_errors=retry_errors,
+        max_consecutive_errors=max_consecutive_errors, leases=NodeLeases(cluster.kube),
         run_kwargs={"driver": app_driver(charts_dir), "grade_window": grade_window, "verify_timeout": verify_timeout,
                     "budget_seconds": budget_seconds, "plugin_dirs": plugins})
     summary = runner.run(resume=resume)

@@ -224,6 +224,18 @@ def with_namespace(problem: Problem, namespace: str) -> Problem:
     return problem.model_copy(update={"app": problem.app.model_copy(update={"namespace": namespace})})
 
 
+@dataclass
+class Running:
+    """A cell in flight: what it claims, where it runs, and the node leases it holds."""
+
+    cell: Cell
+    claims: frozenset[str]
+    namespace: str
+    indexed_before: int
+    started: float
+    leases: Any = None
+
+
 class InlineExecutor:
     """An executor that runs each call at once in the calling thread (``--parallel 1``)."""
 
@@ -267,7 +279,8 @@ class SuiteRunner:
                  noise: Sequence[bool], out_dir: Path, cluster: Any = None, run_fn: RunFn | None = None,
                  run_kwargs: dict[str, Any] | None = None, parallel: int = 1, retry_errors: bool = False,
                  max_consecutive_errors: int = 3, console: Console | None = None,
-                 is_node_level: Callable[[str], bool] = default_node_level):
+                 is_node_level: Callable[[str], bool] = default_node_level, leases: Any = None,
+                 lease_poll_s: float = 10.0):
         if parallel < 1:
             raise UserInputError("--parallel must be at least 1")
         self.problems = {p.id: p for p in problems}
@@ -279,6 +292,8 @@ class SuiteRunner:
         self.max_consecutive_errors = max_consecutive_errors
         self.console = console or Console(stderr=True)
         self.is_node_level = is_node_level
+        self.leases = leases  # a node_leases.NodeLeases, or None (no other process shares the cluster)
+        self.lease_poll_s = lease_poll_s
 
     def pending(self, *, resume: bool) -> list[Cell]:
         """Cells to run; without ``resume`` a results directory that has any of them is refused."""
@@ -328,6 +343,8 @@ class SuiteRunner:
         summary = SuiteSummary(planned=len(self.cells), skipped=len(self.cells) - len(todo))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         end_index_line(self.out_dir)
+        if self.leases is not None and todo:
+            self.leases.ensure_namespace()
         if summary.skipped:
             self.console.print(f"resuming: {summary.skipped} of {len(self.cells)} runs already finished")
         started = time.monotonic()
@@ -341,52 +358,83 @@ class SuiteRunner:
 
     def _loop(self, todo: list[Cell], summary: SuiteSummary, progress: Progress, task: Any) -> None:
         pending = list(todo)
-        running: dict[Future, tuple[Cell, frozenset[str], str, int, float]] = {}
+        running: dict[Future, Running] = {}
         streak = 0
         # One at a time runs in this thread, so Ctrl-C reaches the run and it recovers as `sregym run` does.
         pool = InlineExecutor() if self.parallel == 1 else ThreadPoolExecutor(self.parallel, "suite-cell")
         with pool:
             while pending or running:
                 self._start(pending, running, pool, progress, task)
+                if not running:  # every pending cell waits for a node lease another process holds
+                    time.sleep(self.lease_poll_s)
+                    continue
                 done, _ = wait(list(running), return_when=FIRST_COMPLETED)
                 for fut in done:
-                    cell, _claims, _ns, before, t0 = running.pop(fut)
+                    run = running.pop(fut)
+                    if run.leases is not None:
+                        run.leases.release()
                     exc = fut.exception()
-                    failed = self._finish(cell, exc if exc is not None else fut.result(), before, t0, summary)
+                    failed = self._finish(run.cell, exc if exc is not None else fut.result(), run.indexed_before,
+                                          run.started, summary)
                     progress.advance(task)
                     streak = streak + 1 if failed else 0
                     fatal = isinstance(failed, (PrerequisiteError, UserInputError))
                     if failed and (fatal or streak >= self.max_consecutive_errors):
                         pending.clear()  # let the cells already running finish (and recover), then stop
                         wait(list(running))
+                        for other in running.values():
+                            if other.leases is not None:
+                                other.leases.release()
                         why = "nothing else can succeed" if fatal else f"{streak} runs in a row failed"
                         self.console.print(f"[red]stopping:[/] {why}; fix the cause and run again with "
                                            "--resume --retry-errors")
                         raise failed
 
-    def _start(self, pending: list[Cell], running: dict, pool: Any, progress: Progress,
+    def _take_leases(self, cell: Cell, want: frozenset[str]) -> tuple[bool, Any]:
+        """Node leases for a cell's node claims: (True, held or None) or (False, None) if taken."""
+        nodes = [c.split(":", 1)[1] for c in want if c.startswith("node:")]
+        if self.leases is None or not nodes:
+            return True, None
+        if "*" in nodes:
+            nodes = self.leases.nodes()
+        from sregym.conductor.node_leases import holder_identity
+
+        held = self.leases.acquire_all(nodes, holder_identity(f"{self.suite}/{self.agent}/{cell.label}"))
+        return held is not None, held
+
+    def _start(self, pending: list[Cell], running: dict[Future, Running], pool: Any, progress: Progress,
                task: Any) -> None:
-        """Start as many pending cells as free slots and conflicts allow."""
+        """Start as many pending cells as free slots, conflicts and node leases allow."""
         free = self.parallel - len(running)
         if free <= 0 or not pending:
             return
-        held = [v[1] for v in running.values()]
-        used_ns = [v[2] for v in running.values()]
+        held = [r.claims for r in running.values()]
+        used_ns = [r.namespace for r in running.values()]
         options: list[tuple[int, frozenset[str], str]] = []
         for i, cell in enumerate(pending):
             problem = self.problems[cell.problem]
             ns = free_namespace(problem_namespace(problem), used_ns, self.parallel)
             if ns is not None:
                 options.append((i, claims(problem, ns, self.is_node_level, noise=cell.noise), ns))
-        chosen = pick_runnable([o[1] for o in options], held, free)
-        picked = [options[j] for j in chosen]
-        for i, want, ns in picked:
+        started: list[int] = []
+        for j in pick_runnable([o[1] for o in options], held, free):
+            i, want, ns = options[j]
             cell = pending[i]
-            labels = [v[0].label for v in running.values()] + [cell.label]
+            ok, leases = self._take_leases(cell, want)
+            if not ok:
+                progress.update(task, description=f"suite {self.suite} / {self.agent}: {cell.label} waits for a "
+                                "node another sregym process holds")
+                continue
+            labels = [r.cell.label for r in running.values()] + [cell.label]
             progress.update(task, description=f"suite {self.suite} / {self.agent}: {', '.join(labels)}")
-            before = self._indexed_runs(cell)
-            t0 = time.monotonic()
-            running[pool.submit(self._call, cell, ns)] = (cell, want, ns, before, t0)
+            run = Running(cell, want, ns, self._indexed_runs(cell), time.monotonic(), leases)
+            try:
+                running[pool.submit(self._call, cell, ns)] = run
+            except BaseException:  # Ctrl-C inside an inline run: give the leases back before leaving
+                if leases is not None:
+                    leases.release()
+                raise
             used_ns.append(ns)
-        for i in sorted((p[0] for p in picked), reverse=True):
+            started.append(i)
+        for i in sorted(started, reverse=True):
             del pending[i]

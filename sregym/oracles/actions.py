@@ -15,7 +15,7 @@ from typing import Any
 
 from sregym.core.problem import GroundTruth
 from sregym.core.trajectory import ToolCall, Trajectory
-from sregym.oracles.names import KIND_WORDS, mentions, normalise, same_component
+from sregym.oracles.names import KIND_WORDS, mentions, normalise, related
 
 WRITE_VERBS = frozenset({"apply", "patch", "edit", "delete", "scale", "rollout", "set", "label", "annotate",
                          "create", "replace", "autoscale", "taint", "cordon", "uncordon", "drain", "expose"})
@@ -179,8 +179,18 @@ def is_write(call: ToolCall) -> bool:
 
 
 def wrong_remediations(trajectory: Trajectory, ground_truth: GroundTruth) -> list[str]:
-    """Write actions on components outside the ground truth's component and scope, one line each."""
+    """Write actions on components outside the ground truth's component and scope, one line each.
+
+    Lenient on purpose (a penalty must not hit a right fix): an object named after an allowed
+    component (``geo-config`` for ``geo``) or named in the ground truth's details (the
+    NetworkPolicy or quota the fault planted) is not a wrong remediation.
+    """
     allowed = [ground_truth.component, *ground_truth.scope]
+    named = {normalise(t) for d in ground_truth.details for t in d.replace(",", " ").split()}
+
+    def ok(target: str) -> bool:
+        return target in named or any(related(target, a) for a in allowed)
+
     wrong: list[str] = []
     for call in trajectory.tool_calls:
         if call.invalid or call.error or not is_write(call):
@@ -189,8 +199,8 @@ def wrong_remediations(trajectory: Trajectory, ground_truth: GroundTruth) -> lis
             targets = write_targets(call)
             if targets != ["*"] and any(w in ("-f", "--filename") or w.startswith("--filename=") for w in argv(call)):
                 # a manifest names its containers too: it is right if it is about an allowed component
-                targets = [] if any(same_component(t, a) for t in targets for a in allowed) else targets
-            bad = [t for t in targets if t == "*" or not any(same_component(t, a) for a in allowed)]
+                targets = [] if any(ok(t) for t in targets) else targets
+            bad = [t for t in targets if t == "*" or not ok(t)]
         else:  # another write tool: right when its arguments name an allowed component
             bad = [] if any(mentions(s, a) for s in _strings(call.arguments) for a in allowed) else ["*"]
         if bad:

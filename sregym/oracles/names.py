@@ -52,3 +52,12 @@ def tokens(text: str) -> list[str]:
 def mentions(text: str, component: str) -> bool:
     """Whether ``text`` names ``component`` (or one of its pods) as a whole token."""
     return any(same_component(tok, component) for tok in tokens(text))
+
+
+def related(name: str, component: str) -> bool:
+    """Lenient: ``name`` is the component, one of its pods, or an object named after it
+    (``geo-config``, ``hotel-geo``): the component's dash-separated words appear in order."""
+    n, c = normalise(name).split("-"), normalise(component).split("-")
+    if not c or not c[0]:
+        return False
+    return any(n[i:i + len(c)] == c for i in range(len(n) - len(c) + 1))

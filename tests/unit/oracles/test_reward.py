@@ -126,3 +126,14 @@ def test_unjudged_diagnosis_is_dropped_and_weights_renormalised():
 def test_reward_stays_in_unit_interval():
     d, m = good_grades()
     assert 0.0 <= compute_reward(Trajectory(), GT, d, m, BUDGETS, WEIGHTS).total <= 1.0
+
+
+def test_objects_named_after_the_component_or_in_the_details_are_not_wrong():
+    gt = GroundTruth(root_cause="a NetworkPolicy blocks frontend from geo", component="geo", mechanism="netpol",
+                     details=["NetworkPolicy deny-geo-ingress"], scope=["geo", "frontend"])
+    t = traj(kubectl(1, "delete networkpolicy deny-geo-ingress -n hotel"),
+             kubectl(2, "patch configmap geo-config -p {}"),
+             kubectl(3, "rollout restart deployment hotel-reservation-geo"),
+             kubectl(4, "delete networkpolicy allow-dns -n hotel"))
+    wrong = wrong_remediations(t, gt)
+    assert len(wrong) == 1 and "allow-dns" in wrong[0]

@@ -19,6 +19,10 @@ from sregym.core.errors import PrerequisiteError, SregymError
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
 # The VM's hard nofile limit is 20000; podman's default (1048576) makes runc fail.
 ULIMITS = ("--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096")
+# The host's trust settings, lent read-only to RUN steps and never committed into a layer: where
+# HTTPS to PyPI passes a proxy with its own CA, `pip install` in a Dockerfile needs the host's CA
+# bundle and pip's `cert =` setting, and an image must not carry either.
+HOST_TRUST_FILES = (Path("/etc/ssl/certs/ca-certificates.crt"), Path("/etc/pip.conf"))
 
 
 class ImageBuildError(SregymError):
@@ -68,9 +72,11 @@ def import_command(refs: tuple[str, ...]) -> list[str]:
             "-", qualified(refs[0])]
 
 
-def build_command(context: Path, refs: tuple[str, ...]) -> list[str]:
+def build_command(context: Path, refs: tuple[str, ...], trust_files: tuple[Path, ...] = ()) -> list[str]:
     """podman build of a standard Dockerfile; host networking so RUN apt-get/pip reach the mirrors."""
     cmd = ["podman", "build", "--network", "host", *ULIMITS, "--pull=never"]
+    for path in trust_files:
+        cmd += ["--volume", f"{path}:{path}:ro"]
     for ref in refs:
         cmd += ["-t", qualified(ref)]
     return [*cmd, "-f", str(context / "Dockerfile"), str(context)]
@@ -137,7 +143,8 @@ def tag(source: str, ref: str, log: Path) -> None:
 def build_dockerfile(context: Path, refs: tuple[str, ...], archive: Path, log: Path) -> None:
     """podman build a Dockerfile context and save it as ``archive``."""
     require("podman", "podman")
-    _run(build_command(context, refs), log, f"podman build {context}")
+    trust = tuple(p for p in HOST_TRUST_FILES if p.is_file())
+    _run(build_command(context, refs, trust), log, f"podman build {context}")
     save(refs, archive, log)
 
 

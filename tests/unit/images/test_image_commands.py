@@ -51,3 +51,8 @@ def test_ctr_import_targets_the_clusters_socket_and_k8s_namespace():
 def test_kind_load_names_the_cluster():
     assert runtime.kind_load_command("bench", Path("/c/x.tar")) == [
         "kind", "load", "image-archive", "/c/x.tar", "--name", "bench"]
+
+
+def test_host_trust_files_are_lent_read_only_to_run_steps():
+    cmd = podman.build_command(Path("/ctx"), ("sregym/web:abc",), (Path("/etc/pip.conf"),))
+    assert cmd[cmd.index("--volume") + 1] == "/etc/pip.conf:/etc/pip.conf:ro"

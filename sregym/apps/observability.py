@@ -1,0 +1,179 @@
+"""The observability stack (charts/observability): deploy it, tell when it is ready, give its URLs.
+
+What runs, in namespace ``observability``:
+  prometheus   Debian's Prometheus + a discovery sidecar (pods by prometheus.io/* annotations,
+               kubelet and cAdvisor through the API server's node proxy, the node exporter)
+  trace-store  OTLP/HTTP in (``jaeger-collector:4318``), Jaeger's query API out (``jaeger-query:16686``)
+  log-query    one per node over /var/log/pods, ``GET /query?namespace=&pod=&container=&since=&until=&text=``
+Each is a NodePort Service, so the host (conductor, oracles, the agent's tool server) reaches it at
+``http://<node address>:<nodePort>``; on the local cluster the node is this host (127.0.0.1).
+Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (e.g. a port-forward
+to an existing cluster).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sregym.apps import release
+from sregym.cluster.handle import ClusterHandle
+from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
+from sregym.core.errors import ClusterError, UnknownNameError
+
+RELEASE = "observability"
+CHART = Path(__file__).resolve().parents[2] / "charts" / "observability"
+# values key of each image in the chart -> image name (folder under charts/observability/images/)
+IMAGES = {"prometheus": "prometheus", "nodeExporter": "node-exporter", "traceStore": "trace-store",
+          "logQuery": "log-query"}
+IN_CLUSTER_OTLP = f"http://jaeger-collector.{OBSERVABILITY_NAMESPACE}.svc:4318/v1/traces"
+_ENV = {"prometheus": "SREGYM_PROMETHEUS_URL", "traces": "SREGYM_TRACES_URL", "logs": "SREGYM_LOGS_URL"}
+# where each endpoint answers when it is up
+_HEALTH = {"prometheus": "/-/ready", "traces": "/api/services", "logs": "/healthz"}
+
+
+def _chart_values() -> dict[str, Any]:
+    return yaml.safe_load((CHART / "values.yaml").read_text())
+
+
+def node_ports() -> dict[str, int]:
+    """NodePorts of the host-facing endpoints, as the chart sets them."""
+    values = _chart_values()
+    return {"prometheus": int(values["prometheus"]["nodePort"]), "traces": int(values["traces"]["queryNodePort"]),
+            "logs": int(values["logs"]["nodePort"]), "otlp": int(values["traces"]["otlpNodePort"])}
+
+
+def install_values() -> dict[str, Any]:
+    """Values of an install: each image at its input-hash tag, the hidden namespace excluded, the chart hash."""
+    from sregym.cluster.images import image_tag
+
+    images: dict[str, Any] = {}
+    for key, name in IMAGES.items():
+        try:
+            images[key] = {"name": name, "tag": image_tag(name)}
+        except UnknownNameError:
+            continue  # not in this checkout: keep the chart's default
+    values = {"images": images, "excludedNamespaces": [HIDDEN_NAMESPACE]}
+    values["sregym"] = {"chartHash": release.chart_hash(CHART, values)}
+    return values
+
+
+def node_address(cluster: ClusterHandle) -> str:
+    """Where NodePorts answer from this host: loopback for clusters on this host, else a node's InternalIP."""
+    if cluster.provider in ("local", "kind"):
+        return "127.0.0.1"
+    for node in cluster.kube.core.list_node().items:
+        for address in node.status.addresses or []:
+            if address.type == "InternalIP":
+                return address.address
+    raise ClusterError(f"no node of cluster {cluster.name} has an InternalIP",
+                       hint="set SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL and SREGYM_LOGS_URL (e.g. to port-forwards)")
+
+
+def endpoints(cluster: ClusterHandle) -> dict[str, str]:
+    """URLs reachable from this host: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
+    ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from this host)."""
+    ports = node_ports()
+    found = {name: os.environ.get(env) for name, env in _ENV.items()}
+    host = None
+    if not all(found.values()):
+        host = node_address(cluster)
+    urls = {name: (found[name] or f"http://{host}:{ports[name]}").rstrip("/") for name in _ENV}
+    urls["otlp_traces_url"] = IN_CLUSTER_OTLP
+    urls["otlp_host_url"] = f"http://{host or '127.0.0.1'}:{ports['otlp']}/v1/traces"
+    return urls
+
+
+def prometheus_url(cluster: ClusterHandle) -> str:
+    return endpoints(cluster)["prometheus"]
+
+
+def traces_url(cluster: ClusterHandle) -> str:
+    """Base URL of the Jaeger query API (``<url>/api/traces``...)."""
+    return endpoints(cluster)["traces"]
+
+
+def logs_url(cluster: ClusterHandle) -> str:
+    """Base URL of the log query (``<url>/query?...``)."""
+    return endpoints(cluster)["logs"]
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as response:  # noqa: S310 - our own endpoint
+            return response.status == 200
+    except OSError:
+        return False
+
+
+def _workloads_ready(cluster: ClusterHandle) -> list[str]:
+    """What is not ready yet, one line each (empty: every Deployment and DaemonSet is)."""
+    kube, ns = cluster.kube, OBSERVABILITY_NAMESPACE
+    problems = []
+    deployments = kube.apps.list_namespaced_deployment(ns).items
+    daemonsets = kube.apps.list_namespaced_daemon_set(ns).items
+    if not deployments and not daemonsets:
+        return [f"nothing is deployed in namespace {ns}"]
+    for d in deployments:
+        if (d.status.available_replicas or 0) < (d.spec.replicas or 0) or d.status.observed_generation < d.metadata.generation:
+            problems.append(f"deployment/{d.metadata.name} {d.status.available_replicas or 0}/{d.spec.replicas} available")
+    for d in daemonsets:
+        s = d.status
+        if (s.number_ready or 0) < (s.desired_number_scheduled or 0) or (s.updated_number_scheduled or 0) < (s.desired_number_scheduled or 0):
+            problems.append(f"daemonset/{d.metadata.name} {s.number_ready or 0}/{s.desired_number_scheduled} ready")
+    return problems
+
+
+def problems(cluster: ClusterHandle) -> list[str]:
+    """Why the stack is not ready (workloads not ready, an endpoint that does not answer)."""
+    found = _workloads_ready(cluster)
+    if found:
+        return found
+    urls = endpoints(cluster)
+    return [f"{name} does not answer at {urls[name]}{path}" for name, path in _HEALTH.items()
+            if not _answers(urls[name] + path)]
+
+
+def observability_ready(cluster: ClusterHandle) -> bool:
+    """True when every workload of the stack is ready and each endpoint answers from this host."""
+    return not problems(cluster)
+
+
+def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: float = 300) -> bool:
+    """Install or upgrade the stack, or reuse it when it runs at the same chart hash and is ready.
+
+    Returns True when it was (re)installed, False when reused. Images must be in the cluster
+    (`sregym images build`).
+    """
+    values = install_values()
+    digest = values["sregym"]["chartHash"]
+    state, installed_hash = release.installed(cluster, RELEASE, OBSERVABILITY_NAMESPACE)
+    if state == "deployed" and installed_hash == digest and observability_ready(cluster):
+        return False
+    proc = release.helm(cluster, "upgrade", "--install", RELEASE, str(CHART), "-n", OBSERVABILITY_NAMESPACE,
+                        "--create-namespace", "-f", "-", input=json.dumps(values))
+    if proc.returncode != 0:
+        raise ClusterError(f"helm could not install the observability stack: {proc.stderr.strip()[-800:]}",
+                           hint=f"kubectl -n {OBSERVABILITY_NAMESPACE} get events")
+    if wait:
+        wait_ready(cluster, timeout=timeout)
+    return True
+
+
+def wait_ready(cluster: ClusterHandle, *, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    left = ["not checked yet"]
+    while time.monotonic() < deadline:
+        left = problems(cluster)
+        if not left:
+            return
+        time.sleep(3)
+    raise ClusterError(f"the observability stack is not ready after {timeout:.0f}s: {'; '.join(left)}",
+                       hint=f"kubectl -n {OBSERVABILITY_NAMESPACE} get pods; if an image is missing, "
+                            "run `sregym images build`")

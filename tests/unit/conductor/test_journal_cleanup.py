@@ -15,51 +15,12 @@ from sregym.conductor.journal import Journal, RunHeader, open_journals, read_jou
 from sregym.core.problem import Selector
 from sregym.core.registry import import_path
 
-PLUGIN = '''
-import json
-from pathlib import Path
-from pydantic import BaseModel, ConfigDict
-from sregym.injectors import Injector, Verification, injector
-
-
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    file: str
-    value: str
-
-
-@injector("unit_file_value")
-class FileValue(Injector[Params]):
-    """Writes a value into a JSON file; recover restores what plan() saw."""
-    Params = Params
-
-    def _read(self):
-        return json.loads(Path(self.params.file).read_text())
-
-    def plan(self):
-        return {"original": self._read().get(self.target.name)}
-
-    def inject(self, state):
-        data = self._read()
-        data[self.target.name] = self.params.value
-        Path(self.params.file).write_text(json.dumps(data))
-
-    def verify(self, state):
-        return Verification(self._read().get(self.target.name) == self.params.value)
-
-    def recover(self, state):
-        data = self._read()
-        data[self.target.name] = state["original"]
-        Path(self.params.file).write_text(json.dumps(data))
-'''
+FAKES = Path(__file__).parent / "fakes"  # plug-in folder: a primitive that edits a JSON file
 
 
 @pytest.fixture()
 def world(tmp_path: Path) -> Path:
-    plugins = tmp_path / "plugins"
-    plugins.mkdir()
-    (plugins / "unit_file_value.py").write_text(PLUGIN)
-    import_path(plugins)
+    import_path(FAKES)
     state = tmp_path / "world.json"
     state.write_text(json.dumps({"a": "good", "b": "good"}))
     return state
@@ -166,7 +127,7 @@ def test_the_cleanup_command_imports_the_runs_plugins_in_a_fresh_process(world: 
 
     state = tmp_path / "state"
     journal = Journal("r6", state / "journal")
-    journal.start(RunHeader(run_id="r6", problem_id="p", pid=999_999_999, plugins=[str(tmp_path / "plugins")],
+    journal.start(RunHeader(run_id="r6", problem_id="p", pid=999_999_999, plugins=[str(FAKES)],
                             kubeconfig=str(tmp_path / "cluster-long-gone.kubeconfig")))
     anyio.run(start, plane_for(journal), "a", world)
     proc = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env={**os.environ, "SREGYM_STATE": str(state)},

@@ -99,3 +99,11 @@ def test_node_level_noise_claims_any_node_only_when_noise_is_on():
     assert ANY_NODE not in claims(p, "hotel", level, noise=False)
     p.noise.types = ["pod_restart"]
     assert ANY_NODE not in claims(p, "hotel", level, noise=True)
+
+
+def test_the_eta_is_the_mean_cell_time_times_the_cells_left():
+    from sregym.conductor.suite import eta_seconds
+
+    assert eta_seconds(600.0, 3, 12) == 1800.0
+    assert eta_seconds(0.0, 0, 12) is None
+    assert eta_seconds(100.0, 12, 12) == 0.0

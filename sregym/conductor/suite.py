@@ -34,11 +34,13 @@ from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
     Progress,
+    ProgressColumn,
     SpinnerColumn,
+    Task,
     TextColumn,
     TimeElapsedColumn,
-    TimeRemainingColumn,
 )
+from rich.text import Text
 
 import sregym
 from sregym.conductor.agent import agent_info
@@ -272,6 +274,25 @@ def _error_record(problem: Problem, cell: Cell, suite: str, error: BaseException
         versions=Versions(sregym=sregym.__version__, python=platform.python_version()))
 
 
+def eta_seconds(elapsed: float, done: int, total: int) -> float | None:
+    """Time left if the remaining cells take as long as the finished ones did on average."""
+    if done <= 0 or elapsed <= 0:
+        return None
+    return max(0.0, elapsed / done * (total - done))
+
+
+class EtaColumn(ProgressColumn):
+    """ETA from the mean time per finished cell. (rich's own estimate looks only at the last
+    30 s of progress, and a cell takes minutes, so it would mostly show nothing.)"""
+
+    def render(self, task: Task) -> Text:
+        left = eta_seconds(task.elapsed or 0.0, int(task.completed), int(task.total or 0))
+        if left is None:
+            return Text("ETA -", style="progress.remaining")
+        h, rem = divmod(int(left), 3600)
+        return Text(f"ETA {h}:{rem // 60:02d}:{rem % 60:02d}", style="progress.remaining")
+
+
 class SuiteRunner:
     """Runs the cells of one suite for one agent into ``out_dir`` (see the module docstring)."""
 
@@ -349,7 +370,7 @@ class SuiteRunner:
             self.console.print(f"resuming: {summary.skipped} of {len(self.cells)} runs already finished")
         started = time.monotonic()
         columns = (SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn())
+                   TimeElapsedColumn(), EtaColumn())
         with Progress(*columns, console=self.console, transient=False) as progress:
             task = progress.add_task(f"suite {self.suite} / {self.agent}", total=len(todo))
             self._loop(todo, summary, progress, task)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import shlex
 import random
 from pathlib import Path
 from typing import Any, Literal
@@ -15,7 +16,7 @@ from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdli
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.errors import FaultError, UserInputError
 from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors import sectorfs
+from sregym.injectors import dust, sectorfs
 from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
 from sregym.injectors.objects import poll
 
@@ -29,10 +30,11 @@ WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 _READ_BLOCK = ("import os,sys\nfd=os.open(sys.argv[1],os.O_RDONLY)\n"
                "try:\n os.pread(fd,int(sys.argv[2]),int(sys.argv[3])); print('ok')\n"
                "except OSError as e:\n print(e.errno)\n")
-# Finds whether the top mount on a path (in a process's mount namespace) is ours.
-_OUR_MOUNT = ("import sys\nlast=None\nfor l in open(f'/proc/{sys.argv[1]}/mountinfo'):\n"
-              " a,b=l.split(' - ',1)\n if a.split()[4]==sys.argv[2]: last=b.split()[:2]\n"
-              "print('yes' if last==['fuse','volume'] else 'no')\n")
+# Prints the file system type, source and device (major:minor) of the top mount on a path in a
+# process's mount namespace.
+_TOP_MOUNT = ("import sys\nlast=['-','-','-']\nfor l in open(f'/proc/{sys.argv[1]}/mountinfo'):\n"
+              " a,b=l.split(' - ',1)\n if a.split()[4]==sys.argv[2]: last=b.split()[:2]+[a.split()[2]]\n"
+              "print(*last)\n")
 
 
 class LatentSectorErrorParams(BaseModel):
@@ -48,21 +50,6 @@ def choose_blocks(seed: int, path: str, size: int, block_size: int, count: int) 
     """Seeded choice of ``count`` distinct blocks of a file of ``size`` bytes."""
     n = max(1, -(-size // block_size))
     return sorted(random.Random(f"{seed}:{path}").sample(range(n), min(count, n)))
-
-
-def dust_commands(token: str, image: str, size: int, block_size: int, physical_blocks: list[int]) -> list[list[str]]:
-    """What the dm-dust mechanism runs on the node: a loop device behind a dust target whose bad
-    blocks fail reads (``enable``), with an ext4 file system the file is copied onto."""
-    sectors = size // 512
-    dev = f"/dev/mapper/{token}"
-    return [
-        ["truncate", "-s", str(size), image],
-        ["sh", "-c", f"losetup --find --show {image} > {image}.loop"],
-        ["sh", "-c", f"dmsetup create {token} --table \"0 {sectors} dust $(cat {image}.loop) 0 {block_size}\""],
-        ["mkfs.ext4", "-q", "-b", str(block_size), dev],
-        *[["dmsetup", "message", token, "0", "addbadblock", str(b)] for b in physical_blocks],
-        ["dmsetup", "message", token, "0", "enable"],
-    ]
 
 
 @injector("latent_sector_error")
@@ -95,30 +82,61 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
     def _script(self) -> str:
         return f"{WORK_DIR}/{Path(sectorfs.__file__).name}"
 
+    def _top_mount(self, runner: Any, state: dict[str, Any], path: str) -> list[str]:
+        """(fstype, source) of the top mount on ``path`` in the container ([] if the container is gone)."""
+        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+            return []
+        return runner.run(["python3", "-c", _TOP_MOUNT, str(state["pid"]), path], check=False).stdout.split()
+
+    def _mounted(self, runner: Any, state: dict[str, Any], f: dict[str, Any]) -> bool:
+        top = self._top_mount(runner, state, f["path"])
+        if state["mechanism"] == DM_DUST.name:
+            ours = runner.run(["dmsetup", "info", "-c", "--noheadings", "-o", "major,minor", f["token"]],
+                              check=False).stdout.replace(" ", "").strip()
+            return bool(ours) and top[2:] == [ours]
+        return top[:2] == ["fuse", "volume"]
+
     def inject(self, state: dict[str, Any]) -> None:
-        if self.mechanism.name == DM_DUST.name:
-            raise FaultError("the dm-dust mechanism is described (dust_commands) but not run by this version",
-                             hint="use mechanism fuse-bad-blocks")
         tc = TargetContainer.from_state(state["container"])
         runner = node_runner(self.ctx, tc.node)
         if process_starttime(runner, state["pid"]) != state["pid_start"]:
             raise FaultError(f"container {tc.pod}/{tc.container} restarted since the plan")
-        install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
+        runner.run(["mkdir", "-p", WORK_DIR])
         for f in state["files"]:
-            if self._mounted(runner, state, f["path"]):
+            if self._mounted(runner, state, f):
                 continue
-            log = f"{WORK_DIR}/{f['token']}.log"
-            spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
-                           ",".join(map(str, f["blocks"])), self.params.errno, f["token"]], log=log)
-            if not poll(lambda: self._mounted(runner, state, f["path"]), timeout=15, interval=0.3):
-                out = runner.run(["cat", log], check=False).stdout.strip()
-                raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
+            if state["mechanism"] == DM_DUST.name:
+                self._inject_dust(runner, state, f)
+            else:
+                self._inject_fuse(runner, state, f, tc)
 
-    def _mounted(self, runner: Any, state: dict[str, Any], path: str) -> bool:
-        if process_starttime(runner, state["pid"]) != state["pid_start"]:
-            return False
-        out = runner.run(["python3", "-c", _OUR_MOUNT, str(state["pid"]), path], check=False).stdout.strip()
-        return out == "yes"
+    def _inject_fuse(self, runner: Any, state: dict[str, Any], f: dict[str, Any], tc: TargetContainer) -> None:
+        install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
+        log = f"{WORK_DIR}/{f['token']}.log"
+        spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
+                       ",".join(map(str, f["blocks"])), self.params.errno, f["token"]], log=log)
+        if not poll(lambda: self._mounted(runner, state, f), timeout=15, interval=0.3):
+            out = runner.run(["cat", log], check=False).stdout.strip()
+            raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
+
+    def _dust_paths(self, f: dict[str, Any]) -> tuple[str, str, str]:
+        image, mnt = f"{WORK_DIR}/{f['token']}.img", f"{WORK_DIR}/{f['token']}.mnt"
+        return image, mnt, f"{mnt}/{f['path'].rsplit('/', 1)[-1]}"
+
+    def _inject_dust(self, runner: Any, state: dict[str, Any], f: dict[str, Any]) -> None:
+        image, mnt, copy = self._dust_paths(f)
+        bs = self.params.block_size
+        for cmd in dust.setup_commands(f["token"], image, mnt, dust.image_size(f["size"], bs), bs):
+            runner.run(["sh", "-c", cmd])
+        runner.run(["sh", "-c", dust.copy_command(f"/proc/{state['pid']}/root{f['path']}", copy)])
+        physical = runner.run(["python3", "-c", dust.FIBMAP_SCRIPT, copy, ",".join(map(str, f["blocks"]))]
+                              ).stdout.strip().split(",")
+        for cmd in dust.badblock_commands(f["token"], [int(b) for b in physical]):
+            runner.run(["sh", "-c", cmd])
+        # drop the copy's cached pages so reads reach the device
+        runner.run(["python3", "-c", "import os,sys;fd=os.open(sys.argv[1],os.O_RDONLY);"
+                    "os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)", copy])
+        runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, copy, str(state["pid"]), f["path"]])
 
     def verify(self, state: dict[str, Any]) -> Verification:
         runner = node_runner(self.ctx, state["container"]["node"])
@@ -136,9 +154,20 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
     def recover(self, state: dict[str, Any]) -> None:
         runner = node_runner(self.ctx, state["container"]["node"])
         for f in state["files"]:
+            if state["mechanism"] == DM_DUST.name:
+                runner.run(["dmsetup", "message", f["token"], "0", "disable"], check=False)
+            mounted = False
             for _ in range(5):  # stacked mounts (an inject repeated after a crash) come off one by one
-                if not self._mounted(runner, state, f["path"]):
+                if not self._mounted(runner, state, f):
                     break
+                mounted = True
                 runner.run(["nsenter", "-t", str(state["pid"]), "-m", "--", "umount", "-l", f["path"]], check=False)
+            if state["mechanism"] == DM_DUST.name:
+                image, mnt, copy = self._dust_paths(f)
+                if mounted:  # what the app wrote meanwhile went to the copy: put it back
+                    runner.run(["sh", "-c", f"cat {shlex.quote(copy)} > /proc/{state['pid']}/root{f['path']}"],
+                               check=False)
+                for cmd in dust.teardown_commands(f["token"], image, mnt):
+                    runner.run(["sh", "-c", cmd], check=False)
             for pid, start in pids_with_cmdline(runner, f["token"]):
                 kill_spawned(runner, pid, start)

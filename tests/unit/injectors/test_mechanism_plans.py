@@ -5,7 +5,8 @@ import re
 
 import pytest
 
-from injectors.latent_sector_error import LatentSectorError, choose_blocks, dust_commands
+from injectors.latent_sector_error import LatentSectorError, choose_blocks
+from sregym.injectors import dust
 from injectors.network_latency import NetworkLatency, netem_script, queue_number
 from injectors.syscall_failure import SyscallFailure, SyscallFailureParams, bcc_loader, bcc_program, seccomp_profile, strace_argv
 from sregym.core.errors import MechanismUnavailable, UserInputError
@@ -16,11 +17,21 @@ THIS_VM = {"kprobes": False, "bpf_override_return": False, "bcc_compile": False,
 
 
 def test_dm_dust_table_marks_the_planned_blocks_bad_and_enables_failures():
-    cmds = dust_commands("v1", "/run/x/v1.img", 64 << 20, 4096, [10, 99])
-    flat = [" ".join(c) for c in cmds]
-    assert any('dust $(cat /run/x/v1.img.loop) 0 4096' in c and "0 131072" in c for c in flat)
-    assert "dmsetup message v1 0 addbadblock 10" in flat and "dmsetup message v1 0 addbadblock 99" in flat
-    assert flat[-1] == "dmsetup message v1 0 enable"
+    size = dust.image_size(10 << 20, 4096)
+    assert size % 4096 == 0 and size >= 2 * (10 << 20)
+    setup = dust.setup_commands("v1", "/run/x/v1.img", "/run/x/v1.mnt", 64 << 20, 4096)
+    assert 'dmsetup create v1 --table "0 131072 dust $(cat /run/x/v1.img.loop) 0 4096"' in setup
+    assert setup[-1] == "mkdir -p /run/x/v1.mnt && mount /dev/mapper/v1 /run/x/v1.mnt"
+    bad = dust.badblock_commands("v1", [10, 99])
+    assert bad == ["dmsetup message v1 0 addbadblock 10", "dmsetup message v1 0 addbadblock 99",
+                   "dmsetup message v1 0 enable"]
+    down = dust.teardown_commands("v1", "/run/x/v1.img", "/run/x/v1.mnt")
+    assert any("dmsetup remove v1" in c for c in down) and all(c.endswith("true") or c.startswith("rm") for c in down)
+
+
+def test_fibmap_and_move_mount_helpers_are_valid_python():
+    compile(dust.FIBMAP_SCRIPT, "fibmap", "exec")
+    compile(dust.MOVE_MOUNT_SCRIPT, "move_mount", "exec")
 
 
 def test_forcing_dm_dust_without_device_mapper_refuses_with_what_is_missing():

@@ -1,0 +1,154 @@
+"""A small test app for the primitives' cluster tests: a Python HTTP server (on the sregym/base
+image) whose endpoints exercise what faults break: its env, a config file, reads of a data file
+on its volume, name resolution, a peer service, a large download."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.injectors import INJECTORS, FaultContext, Verification
+from sregym.core.problem import Selector
+
+IMAGE = "sregym/base:bookworm"
+SERVER = r"""
+import http.server, json, os, socket, urllib.parse, urllib.request
+DATA = '/data/blob'
+if not os.path.exists(DATA):
+    with open(DATA, 'wb') as f:
+        for i in range(16):
+            f.write(bytes([i]) * 4096)
+class H(http.server.BaseHTTPRequestHandler):
+    def reply(self, code, body):
+        b = body.encode() if isinstance(body, str) else body
+        self.send_response(code); self.send_header('Content-Length', str(len(b))); self.end_headers(); self.wfile.write(b)
+    def do_GET(self):
+        u = urllib.parse.urlparse(self.path); q = dict(urllib.parse.parse_qsl(u.query))
+        try:
+            if u.path == '/env':
+                return self.reply(200, json.dumps(dict(os.environ)))
+            if u.path == '/config':
+                return self.reply(200, open('/config/' + q['key']).read())
+            if u.path == '/read':
+                fd = os.open(DATA, os.O_RDONLY)
+                try:
+                    return self.reply(200, os.pread(fd, 4096, int(q['block']) * 4096)[:1].hex())
+                finally:
+                    os.close(fd)
+            if u.path == '/fsync':
+                fd = os.open('/data/journal', os.O_WRONLY | os.O_CREAT); os.write(fd, b'x'); os.fsync(fd); os.close(fd)
+                return self.reply(200, 'synced')
+            if u.path == '/dns':
+                return self.reply(200, socket.gethostbyname(q['name']))
+            if u.path == '/peer':
+                return self.reply(200, urllib.request.urlopen('http://' + q['name'] + ':8080/', timeout=3).read())
+            if u.path == '/big':
+                return self.reply(200, b'x' * int(q.get('bytes', 1 << 20)))
+            return self.reply(200, 'ok')
+        except OSError as e:
+            return self.reply(500, f'errno {e.errno}: {e.strerror}')
+    def log_message(self, *a):
+        pass
+http.server.ThreadingHTTPServer(('', 8080), H).serve_forever()
+"""
+
+
+def manifests(ns: str, name: str, *, replicas: int = 1, env: dict[str, str] | None = None) -> list[dict]:
+    labels = {"app": name}
+    return [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": f"{name}-config", "namespace": ns},
+         "data": {"server.py": SERVER, "mode": "normal"}},
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name, "namespace": ns}},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": f"{name}-reader", "namespace": ns},
+         "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+         "metadata": {"name": f"{name}-reader", "namespace": ns},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": f"{name}-reader"},
+         "subjects": [{"kind": "ServiceAccount", "name": name, "namespace": ns}]},
+        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": ns, "labels": labels},
+         "spec": {"replicas": replicas, "selector": {"matchLabels": labels},
+                  "strategy": {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 1}},
+                  "template": {"metadata": {"labels": labels}, "spec": {
+                      "serviceAccountName": name, "terminationGracePeriodSeconds": 1,
+                      "containers": [{
+                          "name": "web", "image": IMAGE, "imagePullPolicy": "Never",
+                          "command": ["python3", "/config/server.py"],
+                          "env": [{"name": k, "value": v} for k, v in (env or {"GREETING": "hello"}).items()],
+                          "ports": [{"name": "http", "containerPort": 8080}],
+                          "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 2},
+                          "volumeMounts": [{"name": "data", "mountPath": "/data"},
+                                           {"name": "config", "mountPath": "/config"}]}],
+                      "volumes": [{"name": "data", "emptyDir": {}},
+                                  {"name": "config", "configMap": {"name": f"{name}-config"}}]}}}},
+        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": ns, "labels": labels},
+         "spec": {"selector": labels, "ports": [{"name": "http", "port": 8080, "targetPort": "http"}]}},
+    ]
+
+
+def get(url: str, timeout: float = 3) -> tuple[int, str]:
+    """(status, body) of a GET; status 0 when nothing answered."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.status, r.read().decode(errors="replace")
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+    except (OSError, ValueError) as e:
+        return 0, str(e)
+
+
+def wait_until(check, timeout: float = 90, interval: float = 1.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class Cycle:
+    """One primitive's lifecycle as the conductor runs it (plan -> journal -> inject -> verify ->
+    recover), with the journal round trip through JSON."""
+
+    injector: Any
+    state: dict
+
+    def verify(self, timeout: float = 120) -> Verification:
+        last: list[Verification] = []
+
+        def check():
+            last[:] = [self.injector.verify(self.state)]
+            return last[0].ok
+
+        try:
+            wait_until(check, timeout, 2, f"{self.injector.name} to take effect")
+        except AssertionError:
+            raise AssertionError(f"verify never said yes: {last[0].detail if last else '-'}") from None
+        return last[0]
+
+    def recover(self) -> None:
+        self.injector.recover(self.state)
+
+
+def start(ctx: FaultContext, name: str, params: dict, target: Selector, mechanism: str | None = None,
+          node: str | None = None) -> Cycle:
+    cls = INJECTORS.get(name)
+    p = cls.parse_params(params)
+    cls.check_target(target)
+    caps = ctx.node_capabilities(node) if node else {}
+    mech = cls.choose_mechanism(caps, mechanism) if (node or mechanism) else cls.mechanisms[0]
+    inj = cls(p, target, ctx, mech)
+    state = json.loads(json.dumps(inj.plan()))  # what the journal holds
+    inj.inject(state)
+    return Cycle(inj, state)
+
+
+def context(cluster: Any, ns: str, caps: Any, seed: int = 1) -> FaultContext:
+    return FaultContext(kube=cluster.kube, app_namespace=ns, hidden_namespace=HIDDEN_NAMESPACE, seed=seed,
+                        node_capabilities=caps)

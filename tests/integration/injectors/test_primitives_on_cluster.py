@@ -1,0 +1,387 @@
+"""Every primitive on the real local cluster: inject, see the effect from outside, verify says yes,
+recover, the effect is gone, recover again is harmless."""
+
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+from injector_testapp import context, get, manifests, start, wait_until
+
+from sregym.cluster.capabilities import CapabilityCache
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.problem import Selector
+from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
+
+pytestmark = pytest.mark.cluster
+NS = "webshop-t"
+WEB = Selector(kind="Deployment", name="web")
+TELLING = re.compile(r"chaos|fault|inject", re.IGNORECASE)
+
+
+def _ready_pods(kube, app: str) -> list[dict]:
+    return [p for p in list_objects(kube, "Pod", NS, {"app": app})
+            if not p["metadata"].get("deletionTimestamp") and any(
+                c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
+
+
+@pytest.fixture(scope="module")
+def app(cluster):
+    kube = cluster.kube
+    if not any("sregym/base:bookworm" in (n or "") for node in kube.core.list_node().items
+               for img in node.status.images or [] for n in img.names or []):
+        pytest.skip("the sregym/base:bookworm image is not on the node (run `sregym images build`)")
+    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
+    for m in manifests(NS, "web") + manifests(NS, "peer"):
+        create_object(kube, m)
+    wait_until(lambda: _ready_pods(kube, "web") and _ready_pods(kube, "peer"), 180, 2, "test app ready")
+    yield kube
+    delete_object(kube, "Namespace", NS, None)
+
+
+@pytest.fixture(scope="module")
+def caps(cluster):
+    return CapabilityCache(cluster.kube, HIDDEN_NAMESPACE)
+
+
+@pytest.fixture
+def ctx(cluster, app, caps):
+    return context(cluster, NS, caps)
+
+
+def web_url(kube, path: str) -> str:
+    pods = wait_until(lambda: _ready_pods(kube, "web"), 120, 1, "a ready web pod")
+    return f"http://{pods[0]['status']['podIP']}:8080{path}"
+
+
+def service_url(kube, path: str, name: str = "web") -> str:
+    svc = get_object(kube, "Service", name, NS)
+    return f"http://{svc['spec']['clusterIP']}:8080{path}"
+
+
+def node_of_web(kube) -> str:
+    return _ready_pods(kube, "web")[0]["spec"]["nodeName"]
+
+
+def healthy(kube) -> None:
+    wait_until(lambda: get(service_url(kube, "/"))[0] == 200 and len(_ready_pods(kube, "web")) == 1, 180, 2,
+               "web healthy again")
+
+
+def test_env_var_changed_is_seen_by_the_app_and_restored(ctx, app):
+    c = start(ctx, "env_var", {"name": "GREETING", "value": "bonjour"}, WEB)
+    c.verify()
+    wait_until(lambda: '"GREETING": "bonjour"' in get(web_url(app, "/env"))[1], 120, 2, "new env in the app")
+    c.recover()
+    wait_until(lambda: '"GREETING": "hello"' in get(web_url(app, "/env"))[1], 120, 2, "old env back")
+    c.recover()
+    healthy(app)
+
+
+def test_service_selector_mismatch_leaves_the_service_without_endpoints(ctx, app):
+    c = start(ctx, "service_misconfig", {"field": "selector"}, Selector(kind="Service", name="web"))
+    c.verify()
+    assert get(service_url(app, "/"), timeout=2)[0] != 200
+    c.recover()
+    healthy(app)
+    c.recover()
+    assert get(service_url(app, "/"))[0] == 200
+
+
+def test_wrong_target_port_refuses_connections_through_the_service(ctx, app):
+    c = start(ctx, "service_misconfig", {"field": "targetPort", "value": 9999}, Selector(kind="Service", name="web"))
+    c.verify()
+    wait_until(lambda: get(service_url(app, "/"), timeout=2)[0] == 0, 60, 1, "connections refused")
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_wrong_container_port_breaks_the_named_target_port(ctx, app):
+    c = start(ctx, "container_port", {"value": 9999, "port_name": "http"}, WEB)
+    c.verify()
+    wait_until(lambda: get(service_url(app, "/"), timeout=2)[0] == 0, 120, 2, "service port broken")
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_wrong_image_tag_leaves_new_pods_unable_to_start(ctx, app):
+    c = start(ctx, "image_tag", {"tag": "0.0.0-missing"}, WEB)
+    v = c.verify()
+    assert "ErrImageNeverPull" in v.detail or "ImagePull" in v.detail
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_config_value_change_is_read_by_the_app_after_its_restart(ctx, app):
+    c = start(ctx, "config_value", {"key": "mode", "value": "degraded", "restart": ["web"]},
+              Selector(kind="ConfigMap", name="web-config"))
+    c.verify()
+    wait_until(lambda: get(web_url(app, "/config?key=mode"))[1] == "degraded", 120, 2, "app reads the new value")
+    c.recover()
+    wait_until(lambda: get(web_url(app, "/config?key=mode"))[1] == "normal", 120, 2, "app reads the old value")
+    c.recover()
+    healthy(app)
+
+
+def test_memory_limit_too_low_kills_the_container(ctx, app):
+    c = start(ctx, "resource_limits", {"memory": "6Mi"}, WEB)
+    v = c.verify(timeout=180)
+    assert "OOMKilled" in v.detail
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_cpu_limit_too_low_throttles(ctx, app):
+    c = start(ctx, "resource_limits", {"cpu": "10m"}, WEB)
+    wait_until(lambda: get(web_url(app, "/big?bytes=2000000"), timeout=20)[0] == 200, 120, 2, "traffic")
+    assert "nr_throttled" in c.verify(timeout=180).detail
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_replicas_zero_takes_the_service_down(ctx, app):
+    c = start(ctx, "replicas_zero", {}, WEB)
+    c.verify()
+    assert get(service_url(app, "/"), timeout=2)[0] != 200
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_readiness_probe_on_a_dead_port_keeps_pods_unready(ctx, app):
+    c = start(ctx, "probe_misconfig", {"probe": "readiness", "port": 1}, WEB)
+    c.verify()
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_liveness_probe_on_a_dead_port_restarts_the_container(ctx, app):
+    c = start(ctx, "probe_misconfig", {"probe": "liveness", "port": 1}, WEB)
+    c.verify(timeout=180)
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+@pytest.mark.parametrize("how", ["node_selector", "affinity", "taint"])
+def test_unschedulable_pods_stay_pending(ctx, app, how):
+    c = start(ctx, "unschedulable", {"how": how}, WEB)
+    c.verify()
+    c.recover()
+    c.recover()
+    healthy(app)
+    if how == "taint":
+        node = get_object(app, "Node", node_of_web(app), None)
+        assert not any(t["key"] == "node.kubernetes.io/pool" for t in node["spec"].get("taints") or [])
+
+
+@pytest.mark.parametrize("how", ["quota", "limit_range"])
+def test_tight_quota_or_limit_range_stops_pods_from_coming_back(ctx, app, how):
+    c = start(ctx, "resource_quota", {"how": how, "max_memory": "1Mi"}, WEB)
+    c.verify()
+    assert get(service_url(app, "/"), timeout=2)[0] != 200
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_rbac_revoke_denies_the_workloads_own_access(ctx, app):
+    def can_i() -> str:
+        return app.kubectl("auth", "can-i", "get", "configmaps", "-n", NS,
+                           f"--as=system:serviceaccount:{NS}:web", check=False).stdout.strip()
+
+    assert can_i() == "yes"
+    c = start(ctx, "rbac_revoke", {"verb": "get", "resource": "configmaps"}, WEB)
+    c.verify()
+    assert can_i() == "no"
+    c.recover()
+    c.recover()
+    assert can_i() == "yes"
+
+
+def test_pod_kill_replaces_the_pod(ctx, app):
+    before = {p["metadata"]["uid"] for p in _ready_pods(app, "web")}
+    c = start(ctx, "pod_kill", {}, WEB)
+    c.verify()
+    wait_until(lambda: {p["metadata"]["uid"] for p in _ready_pods(app, "web")} - before, 120, 2, "a new pod")
+    c.recover()
+    c.recover()
+    healthy(app)
+
+
+def test_paused_process_stops_answering_until_continued(ctx, app, caps):
+    url = web_url(app, "/")
+    c = start(ctx, "process_signal", {"action": "pause"}, WEB, node=node_of_web(app))
+    c.verify()
+    assert get(url, timeout=2)[0] == 0
+    c.recover()
+    assert get(url)[0] == 200
+    c.recover()
+
+
+def test_latent_sector_error_fails_the_apps_own_reads_of_bad_blocks(ctx, app):
+    assert get(web_url(app, "/read?block=3")) == (200, "03")
+    c = start(ctx, "latent_sector_error", {"paths": ["/data/blob"], "blocks": [3, 9]}, WEB, node=node_of_web(app))
+    assert c.injector.mechanism.name in ("fuse-bad-blocks", "dm-dust")
+    c.verify()
+    assert get(web_url(app, "/read?block=3")) == (500, "errno 5: Input/output error")
+    assert get(web_url(app, "/read?block=9"))[0] == 500
+    assert get(web_url(app, "/read?block=4")) == (200, "04")
+    c.recover()
+    assert get(web_url(app, "/read?block=3")) == (200, "03")
+    c.recover()
+    assert not c.injector.verify(c.state).ok
+
+
+def test_syscall_failure_by_ptrace_fails_only_the_chosen_path(ctx, app):
+    c = start(ctx, "syscall_failure", {"syscalls": ["openat"], "errno": "EIO", "path": "/data/blob"}, WEB,
+              mechanism="ptrace", node=node_of_web(app))
+    c.verify()
+    wait_until(lambda: get(web_url(app, "/read?block=1"))[0] == 500, 30, 1, "openat failing")
+    assert get(web_url(app, "/read?block=1"))[1].startswith("errno 5")
+    assert get(web_url(app, "/config?key=mode")) == (200, "normal")
+    c.recover()
+    wait_until(lambda: get(web_url(app, "/read?block=1")) == (200, "01"), 30, 1, "reads back")
+    c.recover()
+
+
+def test_syscall_failure_by_seccomp_restarts_the_container_under_the_profile(ctx, app):
+    c = start(ctx, "syscall_failure", {"syscalls": ["fsync"], "errno": "ENOSPC"}, WEB, node=node_of_web(app))
+    assert c.injector.mechanism.name == "seccomp"
+    c.verify(timeout=180)
+    wait_until(lambda: get(web_url(app, "/fsync"))[1].startswith("errno 28"), 120, 2, "fsync failing with ENOSPC")
+    c.recover()
+    wait_until(lambda: get(web_url(app, "/fsync")) == (200, "synced"), 180, 2, "fsync working")
+    c.recover()
+
+
+def test_packet_loss_of_all_packets_makes_the_pod_unreachable(ctx, app):
+    url = web_url(app, "/")
+    c = start(ctx, "packet_loss", {"probability": 1.0, "direction": "ingress"}, WEB, node=node_of_web(app))
+    assert get(url, timeout=2)[0] == 0
+    c.verify()
+    c.recover()
+    assert get(url)[0] == 200
+    c.recover()
+
+
+def test_partition_cuts_the_path_to_the_peer_service_only(ctx, app):
+    assert get(web_url(app, "/peer?name=peer"))[0] == 200
+    c = start(ctx, "network_partition", {"peer_service": "peer"}, WEB, node=node_of_web(app))
+    assert get(web_url(app, "/peer?name=peer"), timeout=8)[0] == 500
+    assert get(web_url(app, "/"))[0] == 200
+    c.verify()
+    c.recover()
+    assert get(web_url(app, "/peer?name=peer"))[0] == 200
+    c.recover()
+
+
+def test_dns_failure_for_one_name(ctx, app):
+    if get(web_url(app, "/dns?name=peer"), timeout=8)[0] != 200:
+        pytest.skip("cluster DNS does not answer from pods")
+    c = start(ctx, "dns_failure", {"name": "peer"}, WEB, node=node_of_web(app))
+    assert get(web_url(app, "/dns?name=peer"), timeout=20)[0] == 500
+    c.verify()
+    c.recover()
+    assert get(web_url(app, "/dns?name=peer"), timeout=8)[0] == 200
+    c.recover()
+
+
+def _timed(url: str, timeout: float = 60) -> float:
+    t = time.monotonic()
+    status, _ = get(url, timeout=timeout)
+    assert status == 200
+    return time.monotonic() - t
+
+
+def test_bandwidth_limit_slows_a_download(ctx, app):
+    url = web_url(app, "/big?bytes=500000")
+    assert _timed(url) < 1.0
+    c = start(ctx, "bandwidth_limit", {"rate": "1mbit", "burst": "32kbit"}, WEB, node=node_of_web(app))
+    c.verify()
+    assert _timed(url) > 3.0  # 4 Mbit at 1 Mbit/s
+    c.recover()
+    assert _timed(url) < 1.0
+    c.recover()
+
+
+def test_latency_is_added_to_every_request(ctx, app):
+    url = web_url(app, "/")
+    assert _timed(url) < 0.2
+    c = start(ctx, "network_latency", {"delay_ms": 300}, WEB, node=node_of_web(app))
+    assert c.injector.mechanism.name in ("netem", "nfqueue-delay")
+    assert _timed(url) > 0.3
+    c.verify()
+    c.recover()
+    assert _timed(url) < 0.2
+    c.recover()
+
+
+def test_cpu_stress_inside_the_targets_cgroup(ctx, app):
+    c = start(ctx, "resource_stress", {"resource": "cpu", "workers": 1, "load": 50, "seconds": 120}, WEB,
+              node=node_of_web(app))
+    v = c.verify()
+    assert "1 in the target" in v.detail or "in the target's cgroups" in v.detail
+    c.recover()
+    assert not c.injector.verify(c.state).ok
+    c.recover()
+
+
+def test_load_surge_scales_the_generator(ctx, app):
+    c = start(ctx, "load_surge", {"replicas": 2, "env": {"RPS": "50"}}, Selector(kind="Deployment", name="peer"))
+    c.verify()
+    c.recover()
+    wait_until(lambda: len(_ready_pods(app, "peer")) == 1, 120, 2, "generator back to one pod")
+    c.recover()
+
+
+def test_nothing_injected_carries_a_telling_name(ctx, app):
+    cycles = [start(ctx, "resource_quota", {}, WEB),
+              start(ctx, "unschedulable", {"how": "taint"}, WEB),
+              start(ctx, "packet_loss", {"probability": 0.1}, Selector(kind="Deployment", name="peer"),
+                    node=node_of_web(app))]
+    try:
+        for kind in ("ResourceQuota", "Pod", "Deployment", "Service", "ConfigMap", "Role", "Event"):
+            for obj in list_objects(app, kind, NS):
+                meta = obj["metadata"]
+                text = " ".join([meta["name"], str(meta.get("labels")), str(meta.get("annotations"))])
+                assert not TELLING.search(text), f"{kind} {meta['name']}: {text}"
+        for node in list_objects(app, "Node", None):
+            assert not TELLING.search(str(node["spec"].get("taints")))
+        assert not TELLING.search(cycles[2].state["chain"])
+    finally:
+        for c in reversed(cycles):
+            c.recover()
+    healthy(app)
+
+
+@pytest.mark.parametrize("noise", ["noise_pod_restart", "noise_rolling_restart", "noise_cpu_burst",
+                                   "noise_network_blip", "noise_load_spike", "noise_log_burst"])
+def test_noise_is_transient_and_never_touches_the_excluded_component(ctx, app, noise):
+    web_uids = {p["metadata"]["uid"] for p in _ready_pods(app, "web")}
+    c = start(ctx, noise, {"duration": 8, "exclude": ["web"]}, Selector(), node=node_of_web(app))
+    assert "web" not in str({k: v for k, v in c.state.items() if k in ("pod", "name", "service", "container")})
+    c.verify(timeout=60)
+    time.sleep(10)  # longer than duration: it must have ended by itself
+    c.recover()
+    c.recover()
+    assert {p["metadata"]["uid"] for p in _ready_pods(app, "web")} == web_uids
+    wait_until(lambda: len(_ready_pods(app, "peer")) == 1, 120, 2, "peer back")
+
+
+def test_noise_choices_repeat_with_the_seed(cluster, app, caps):
+    picks = []
+    for _ in range(2):
+        c = start(context(cluster, NS, caps, seed=42), "noise_network_blip", {"duration": 3, "exclude": ["web"]},
+                  Selector(), node=node_of_web(app))
+        picks.append(c.state["pod"])
+        c.recover()
+    assert picks[0] == picks[1]

@@ -17,6 +17,7 @@ from pathlib import Path
 from sregym.core.errors import PrerequisiteError, SregymError
 
 DEFAULT_MIRROR = "http://deb.debian.org/debian"
+DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The VM's hard nofile limit is 20000; podman's default (1048576) makes runc fail.
 ULIMITS = ("--ulimit", "nofile=20000:20000", "--ulimit", "nproc=4096:4096")
 # The host's trust settings, lent read-only to RUN steps and never committed into a layer: where
@@ -69,7 +70,8 @@ def debootstrap_command(rootfs: Path, suite: str, packages: list[str], mirror: s
 def import_command(refs: tuple[str, ...]) -> list[str]:
     """podman import of a root filesystem tar on stdin, with the base image's config."""
     return ["podman", "import", "--change", 'CMD ["/bin/bash"]', "--change", "ENV LANG=C.UTF-8",
-            "-", qualified(refs[0])]
+            # a root filesystem tar carries no PATH; without one, runc finds no command by name
+            "--change", f"ENV PATH={DEFAULT_PATH}", "-", qualified(refs[0])]
 
 
 def build_command(context: Path, refs: tuple[str, ...], trust_files: tuple[Path, ...] = ()) -> list[str]:

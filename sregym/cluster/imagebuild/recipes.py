@@ -23,7 +23,7 @@ from pathlib import Path
 from sregym.core.errors import UserInputError
 
 # Bump when the way images are built changes in a way their files do not show.
-RECIPE_VERSION = "1"
+RECIPE_VERSION = "2"  # 2: the base image sets PATH
 REPOSITORY_PREFIX = "sregym/"
 BASE_NAME = "base"
 BASE_SUITE = "bookworm"

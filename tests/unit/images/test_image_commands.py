@@ -56,3 +56,8 @@ def test_kind_load_names_the_cluster():
 def test_host_trust_files_are_lent_read_only_to_run_steps():
     cmd = podman.build_command(Path("/ctx"), ("sregym/web:abc",), (Path("/etc/pip.conf"),))
     assert cmd[cmd.index("--volume") + 1] == "/etc/pip.conf:/etc/pip.conf:ro"
+
+
+def test_base_import_sets_a_path_so_commands_resolve_by_name():
+    cmd = podman.import_command(("sregym/base:abc", "sregym/base:bookworm"))
+    assert f"ENV PATH={podman.DEFAULT_PATH}" in cmd and cmd[-1] == "docker.io/sregym/base:abc"

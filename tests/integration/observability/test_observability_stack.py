@@ -1,0 +1,146 @@
+"""The observability stack on the real cluster: Prometheus scrapes pods by annotation and has
+container and node series; the trace store takes OTLP and answers Jaeger's API; the log query finds
+what a pod printed."""
+
+import json
+import time
+import urllib.parse
+import urllib.request
+import uuid
+
+import pytest
+from kubernetes import client
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from sregym.apps import observability
+from sregym.cluster.images import build_images, image_ref
+
+pytestmark = pytest.mark.cluster
+
+
+def get_json(url: str) -> dict:
+    with urllib.request.urlopen(url, timeout=20) as response:
+        return json.load(response)
+
+
+def post(url: str, body: bytes, content_type: str) -> int:
+    request = urllib.request.Request(url, data=body, headers={"Content-Type": content_type}, method="POST")
+    with urllib.request.urlopen(request, timeout=20) as response:
+        return response.status
+
+
+def eventually(check, timeout: float = 120, every: float = 3):
+    """The first truthy result of ``check()`` within ``timeout`` seconds (None when there is none)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
+    return None
+
+
+def prom_query(base: str, expr: str) -> list[dict]:
+    return get_json(f"{base}/api/v1/query?{urllib.parse.urlencode({'query': expr})}")["data"]["result"]
+
+
+@pytest.fixture(scope="module")
+def stack(cluster):
+    if cluster.provider == "local":
+        socket = cluster.data_dir / "containerd" / "containerd.sock" if cluster.data_dir else None
+        build_images(list(observability.IMAGES.values()), provider="local", cluster=cluster.name, socket=socket)
+    observability.deploy_observability(cluster, timeout=300)
+    return observability.endpoints(cluster)
+
+
+@pytest.fixture(scope="module")
+def workload_ns(cluster):
+    """A namespace with a pod that serves metrics (scrape annotations) and prints a unique line."""
+    core = cluster.kube.core
+    ns = f"obs-{uuid.uuid4().hex[:6]}"
+    token = f"marker-{uuid.uuid4().hex}"
+    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
+    server = (
+        "import http.server, sys\n"
+        f"print('ready {token}', flush=True)\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        body = b'# TYPE sregym_probe_value gauge\\nsregym_probe_value 42\\n'\n"
+        "        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers()\n"
+        "        self.wfile.write(body)\n"
+        "    def log_message(self, *a): pass\n"
+        "http.server.HTTPServer(('', 8000), H).serve_forever()\n")
+    pod = client.V1Pod(
+        metadata=client.V1ObjectMeta(name="metrics-pod", labels={"app.kubernetes.io/name": "metrics-pod"},
+                                     annotations={"prometheus.io/scrape": "true", "prometheus.io/port": "8000",
+                                                  "prometheus.io/path": "/metrics"}),
+        spec=client.V1PodSpec(containers=[client.V1Container(
+            name="app", image=image_ref("base"), image_pull_policy="Never", command=["python3", "-c", server],
+            ports=[client.V1ContainerPort(container_port=8000)])]))
+    core.create_namespaced_pod(ns, pod)
+    yield ns, token
+    core.delete_namespace(ns)
+
+
+def test_stack_is_ready_and_reachable_from_the_host(cluster, stack):
+    assert observability.observability_ready(cluster)
+    assert set(stack) >= {"prometheus", "traces", "logs"}
+    assert get_json(stack["prometheus"] + "/api/v1/status/buildinfo")["status"] == "success"
+
+
+def test_prometheus_scrapes_a_pod_by_annotation(stack, workload_ns):
+    ns, _ = workload_ns
+    found = eventually(lambda: prom_query(stack["prometheus"], f'sregym_probe_value{{namespace="{ns}"}}'), 150)
+    assert found, "the annotated pod was not scraped"
+    assert found[0]["value"][1] == "42" and found[0]["metric"]["pod"] == "metrics-pod"
+    assert found[0]["metric"]["app_kubernetes_io_name"] == "metrics-pod"
+
+
+def test_prometheus_has_container_and_node_series(stack):
+    container = eventually(lambda: prom_query(
+        stack["prometheus"], 'container_memory_working_set_bytes{namespace="observability",container="prometheus"}'))
+    assert container and float(container[0]["value"][1]) > 0
+    node = eventually(lambda: prom_query(stack["prometheus"], "node_memory_MemAvailable_bytes"))
+    assert node and float(node[0]["value"][1]) > 0
+    kubelet = eventually(lambda: prom_query(stack["prometheus"], 'up{job="kubelet"} == 1'))
+    assert kubelet
+
+
+def test_trace_store_takes_otlp_and_answers_jaegers_api(stack):
+    trace_id, span_id = uuid.uuid4().hex, uuid.uuid4().hex[:16]
+    now = time.time_ns()
+    body = {"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": "itest-checkout"}}]},
+        "scopeSpans": [{"spans": [{"traceId": trace_id, "spanId": span_id, "name": "POST /pay", "kind": 2,
+                                   "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 120_000_000),
+                                   "attributes": [{"key": "http.status_code", "value": {"intValue": "503"}}],
+                                   "status": {"code": 2}}]}]}]}
+    assert post(stack["otlp_host_url"], json.dumps(body).encode(), "application/json") == 200
+    # the same span path over protobuf, from another service, in the same trace
+    proto = ExportTraceServiceRequest()
+    rs = proto.resource_spans.add()
+    rs.resource.attributes.add(key="service.name").value.string_value = "itest-bank"
+    span = rs.scope_spans.add().spans.add(trace_id=bytes.fromhex(trace_id), span_id=bytes.fromhex("ab" * 8),
+                                          parent_span_id=bytes.fromhex(span_id), name="charge",
+                                          start_time_unix_nano=now + 1_000_000, end_time_unix_nano=now + 90_000_000)
+    assert span.name == "charge"
+    assert post(stack["otlp_host_url"], proto.SerializeToString(), "application/x-protobuf") == 200
+
+    traces = stack["traces"]
+    assert {"itest-checkout", "itest-bank"} <= set(get_json(traces + "/api/services")["data"])
+    assert get_json(traces + "/api/services/itest-checkout/operations")["data"] == ["POST /pay"]
+    params = urllib.parse.urlencode({"service": "itest-checkout", "start": now // 1000 - 1_000_000,
+                                     "end": now // 1000 + 1_000_000, "limit": 5, "tags": '{"error":"true"}'})
+    found = get_json(f"{traces}/api/traces?{params}")["data"]
+    assert [t["traceID"] for t in found] == [trace_id]
+    trace = get_json(f"{traces}/api/traces/{trace_id}")["data"][0]
+    assert sorted(p["serviceName"] for p in trace["processes"].values()) == ["itest-bank", "itest-checkout"]
+    assert len(trace["spans"]) == 2
+
+
+def test_log_query_finds_a_line_a_pod_printed(stack, workload_ns):
+    ns, token = workload_ns
+    url = f"{stack['logs']}/query?{urllib.parse.urlencode({'namespace': ns, 'text': token, 'since': '10m'})}"
+    found = eventually(lambda: get_json(url)["lines"], 120)
+    assert found and found[0]["pod"] == "metrics-pod" and found[0]["container"] == "app"
+    assert token in found[0]["line"]

@@ -33,7 +33,9 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
         mine = {p["metadata"]["name"] for p in self.live_pods(state)}
         others = [p for p in list_objects(self.ctx.kube, "Pod", ns)
                   if p["metadata"]["name"] not in mine and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
-        meta = {"name": self.params.name, "namespace": ns, "labels": {OWNER_LABEL: OWNER_VALUE}}
+        # the run's labels (from the conductor) let `sregym cleanup` find the object after a crash
+        meta = {"name": self.params.name, "namespace": ns,
+                "labels": dict(self.ctx.extras.get("labels") or {OWNER_LABEL: OWNER_VALUE})}
         if self.params.how == "quota":
             manifest = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta,
                         "spec": {"hard": {"pods": str(len(others))}}}

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -11,35 +9,30 @@ from rich.console import Console
 from rich.table import Table
 
 from sregym.cluster.capabilities import CAPABILITIES, CapabilityCache
-from sregym.cluster.kube import Kube
-from sregym.cluster.local.paths import LocalPaths
+from sregym.cli.options import ContextOpt, KubeconfigOpt
+from sregym.cluster.providers import current_cluster
 from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.errors import SregymError
 from sregym.injectors.support import mechanism_support
 
 
-def _kubeconfig(cluster: str, kubeconfig: Path | None) -> Path | None:
-    if kubeconfig:
-        return kubeconfig
-    local = LocalPaths(cluster).admin_kubeconfig
-    if local.is_file():
-        return local
-    return Path(os.environ["KUBECONFIG"]) if os.environ.get("KUBECONFIG") else None
-
-
 def doctor(
-    cluster: Annotated[str, typer.Option(help="local cluster name (its admin kubeconfig is used)")] = "default",
-    kubeconfig: Annotated[Optional[Path], typer.Option(help="any kubeconfig instead of a local cluster's")] = None,
-    context: Annotated[Optional[str], typer.Option(help="kubeconfig context")] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
     node: Annotated[Optional[str], typer.Option(help="probe only this node")] = None,
 ) -> None:
     """Probe every node: fault mechanisms its kernel and tools support, and what each primitive can use."""
     console = Console()
-    kube = Kube(_kubeconfig(cluster, kubeconfig), context)
+    kube = current_cluster(kubeconfig, context).kube
     kube.server_version()  # one clear ClusterError if unreachable
     nodes = [node] if node else [n.metadata.name for n in kube.core.list_node().items]
     cache = CapabilityCache(kube, HIDDEN_NAMESPACE)
     for name in nodes:
-        caps = cache.get(name)
+        try:
+            caps = cache.get(name)
+        except SregymError as e:  # one unreachable node must not hide the others
+            console.print(f"[red]node {name}: probe failed:[/] {e}")
+            continue
         table = Table(title=f"node {name}: capabilities")
         table.add_column("capability")
         table.add_column("present")

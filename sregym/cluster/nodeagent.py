@@ -123,6 +123,7 @@ class PodRunner:
         except client.ApiException as e:
             if not not_found(e):
                 raise ClusterError(f"cannot read pod {self.namespace}/{self.pod_name}: {e.reason}") from None
+            self._ensure_namespace()
             pod = core.create_namespaced_pod(self.namespace, node_pod_manifest(self.node, self.namespace, self.image))
         deadline = time.monotonic() + timeout
         while pod.status is None or pod.status.phase != "Running":
@@ -135,6 +136,13 @@ class PodRunner:
             time.sleep(1)
             pod = core.read_namespaced_pod(self.pod_name, self.namespace)
         return self
+
+    def _ensure_namespace(self) -> None:
+        try:
+            self.kube.core.create_namespace({"metadata": {"name": self.namespace, "labels": {OWNER_LABEL: OWNER_VALUE}}})
+        except client.ApiException as e:
+            if e.status != 409:
+                raise ClusterError(f"cannot create namespace {self.namespace}: {e.reason}") from None
 
     def run(self, argv: Sequence[str], *, input: str | None = None, timeout: float = 120,
             check: bool = True) -> subprocess.CompletedProcess[str]:

@@ -37,7 +37,9 @@ def is_excluded(obj: dict, exclude: Sequence[str]) -> bool:
 
 
 def candidates(ctx: Any, kind: str, exclude: Sequence[str], namespace: str | None = None) -> list[dict]:
-    """Objects of ``kind`` in the app namespace that noise may touch, sorted by name."""
+    """Objects of ``kind`` in the app namespace that noise may touch, sorted by name. The run's own
+    exclusions (``ctx.extras["exclude"]``, from the conductor) are honoured too."""
+    exclude = [*exclude, *ctx.extras.get("exclude", [])]
     objs = list_objects(ctx.kube, kind, namespace or ctx.app_namespace)
     return sorted((o for o in objs if not is_excluded(o, exclude)), key=lambda o: o["metadata"]["name"])
 

@@ -16,7 +16,8 @@ from pydantic import Field
 from sregym.core.errors import ClusterError
 from sregym.core.record import CheckResult
 from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.prometheus import baseline_value, measure, slos_from, within
+from sregym.apps.slo import query_value
+from sregym.oracles.slos import Slo, baseline_value, render, slos_from, within
 from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
 
 
@@ -30,6 +31,11 @@ class SloParams(WindowParams):
     latency_slack_seconds: float = Field(0.05, ge=0, description="added to the latency limit (noise floor)")
     rate_window: str = Field("1m", pattern=r"^\d+[smh]$", description="replaces $window in the queries")
     namespace: str | None = None
+
+
+def measure(slos: list[Slo], prometheus_url: str, namespace: str, rate_window: str = "1m") -> dict[str, float | None]:
+    """One reading of every SLO (``None``: no data)."""
+    return {s.name: query_value(prometheus_url, render(s.query, namespace, rate_window)) for s in slos}
 
 
 @mitigation_oracle("slo")

@@ -1,16 +1,12 @@
-"""Client-side SLOs read from Prometheus: what they are, how to query them, how to compare them
-with the pre-injection baseline. The app descriptor (from the apps layer) owns the PromQL; this
-module only evaluates it, so any app with a workload that exports metrics works the same way."""
+"""Client-side SLOs: what they are and how a measurement compares with the pre-injection
+baseline. The app descriptor (from the apps layer) owns the PromQL; this module reads SLO
+definitions from any descriptor shape and judges values. Pure logic: querying is the caller's."""
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import httpx
-
-from sregym.core.errors import ClusterError
 
 HIGHER_IS_BETTER = {"success_rate": True, "availability": True, "throughput": True,
                     "latency": False, "error_rate": False}
@@ -73,27 +69,6 @@ def render(query: str, namespace: str, rate_window: str) -> str:
     return query.replace("$namespace", namespace).replace("$window", rate_window)
 
 
-def query_scalar(prometheus_url: str, query: str, *, timeout: float = 15.0) -> float | None:
-    """Evaluate an instant query; the single value, or ``None`` when it returned no (finite) data."""
-    try:
-        r = httpx.get(f"{prometheus_url.rstrip('/')}/api/v1/query", params={"query": query}, timeout=timeout)
-    except httpx.HTTPError as e:
-        raise ClusterError(f"Prometheus at {prometheus_url} is not reachable: {e}") from None
-    if r.status_code != 200:
-        raise ClusterError(f"Prometheus rejected {query!r}: HTTP {r.status_code} {r.text[:200]}")
-    data = r.json().get("data", {})
-    result = data.get("result")
-    if data.get("resultType") == "scalar":
-        value = float(result[1])
-    elif isinstance(result, list) and result:
-        if len(result) > 1:
-            raise ClusterError(f"SLO query {query!r} returned {len(result)} series; it must aggregate to one")
-        value = float(result[0]["value"][1])
-    else:
-        return None
-    return value if math.isfinite(value) else None
-
-
 def baseline_value(baseline: dict[str, Any], name: str) -> float | None:
     """The pre-injection value of SLO ``name``: ``baseline['slos'][name]`` or ``baseline[name]``
     (a number, or a dict with ``value``/``mean``)."""
@@ -124,8 +99,3 @@ def within(slo: Slo, value: float | None, baseline: float | None, *, rate_tolera
         return value >= floor, "" if value >= floor else f"{value:.4g} < {floor:.4g} (baseline {baseline:.4g})"
     ceiling = baseline + rate_tolerance
     return value <= ceiling, "" if value <= ceiling else f"{value:.4g} > {ceiling:.4g} (baseline {baseline:.4g})"
-
-
-def measure(slos: list[Slo], prometheus_url: str, namespace: str, rate_window: str = "1m") -> dict[str, float | None]:
-    """One reading of every SLO (what a baseline records, per sample)."""
-    return {s.name: query_scalar(prometheus_url, render(s.query, namespace, rate_window)) for s in slos}

@@ -17,7 +17,8 @@ import httpx
 import pytest
 
 from sregym.oracles import MITIGATION_ORACLES, MitigationContext
-from sregym.oracles.prometheus import measure, slos_from
+from oracles.slo import measure
+from sregym.oracles.slos import slos_from
 
 BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 SLOS = [

@@ -13,7 +13,7 @@ from oracles.workload_health import bad_containers, restart_counts
 from sregym.core.errors import ClusterError, UserInputError
 from sregym.oracles.fields import MISSING, Condition, lookup
 from sregym.oracles.netpol import Endpoint, denying_policies
-from sregym.oracles.prometheus import Slo, baseline_value, slos_from, within
+from sregym.oracles.slos import Slo, baseline_value, slos_from, within
 from sregym.oracles.window import sample_window, window_result
 
 

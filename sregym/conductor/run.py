@@ -15,7 +15,8 @@ import secrets
 import subprocess
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 import anyio
 import anyio.to_thread
@@ -41,6 +42,7 @@ from sregym.core.record import RunRecord, Versions
 from sregym.core.seeds import derive_seed
 
 INDEX_FILE = "index.jsonl"
+T = TypeVar("T")
 
 
 def new_run_id() -> str:
@@ -110,6 +112,22 @@ def write_record(record: RunRecord, out_dir: Path) -> Path:
     return path
 
 
+async def with_background(background: Callable[[], Awaitable[Any]], foreground: Awaitable[T]) -> T:
+    """Await ``foreground`` while ``background`` runs; cancel the background when it is done.
+    An error of the foreground is raised as itself, not inside an exception group."""
+    result: list[T] = []
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(background)
+            try:
+                result.append(await foreground)
+            finally:
+                tg.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        raise group.exceptions[0] from None
+    return result[0]
+
+
 async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, out_dir: Path,
                       cluster: ClusterHandle, budget_steps: int | None = None, budget_seconds: float | None = None,
                       budget_tokens: int | None = None, suite: str | None = None, console: Console | None = None,
@@ -160,13 +178,10 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
             deployed = app
             runner = OracleAgent(plane, problem.ground_truth, health=lambda: driver.health(deployed, cluster))
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(player.play_rest)
-            with phases.phase("agent", agent):
-                record.trajectory = await run_agent(
-                    agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
-                    seed=derive_seed(seed, "agent"), forbidden_words=forbidden_words(problem), note=phases.note)
-            tg.cancel_scope.cancel()
+        with phases.phase("agent", agent):
+            record.trajectory = await with_background(player.play_rest, run_agent(
+                agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
+                seed=derive_seed(seed, "agent"), forbidden_words=forbidden_words(problem), note=phases.note))
         for err in await player.stop_noise():
             phases.note(f"noise recover failed: {err}")
         with phases.phase("grade", f"window {grade_window:.0f}s"):

@@ -2,9 +2,9 @@
 
 - metrics: the Prometheus HTTP API (``/api/v1/query``, ``/api/v1/query_range``)
 - traces: the Jaeger query API (``/api/services``, ``/api/traces``)
-- logs: a Loki-compatible ``/loki/api/v1/query_range`` when a log service URL is given, otherwise
-  the Kubernetes API itself (pod logs read with the agent's own kubeconfig), which is what
-  ``kubectl logs`` reads too.
+- logs: the cluster's log query service (``GET /query``, charts/observability/images/log-query) when
+  its URL is given, otherwise the Kubernetes API itself (pod logs read with the agent's own
+  kubeconfig), which is what ``kubectl logs`` reads too.
 
 Results are compacted for a model's context window: series, points, traces and lines are capped
 and the result says what was cut.
@@ -168,31 +168,40 @@ def _text_matches(line: str, text: str | None) -> bool:
     return text is None or text.lower() in line.lower()
 
 
-def query_loki(base_url: str, namespace: str, pod: str | None = None, container: str | None = None,
-               since: str | None = None, until: str | None = None, text: str | None = None,
-               limit: int = 200, *, timeout: float = 30.0) -> dict[str, Any]:
-    """Log lines from a Loki-compatible API, newest first."""
+def query_log_service(base_url: str, namespace: str, pod: str | None = None, container: str | None = None,
+                      since: str | None = None, until: str | None = None, text: str | None = None,
+                      limit: int = 200, *, timeout: float = 30.0) -> dict[str, Any]:
+    """Log lines from the cluster's log query service (``GET /query``, charts/observability), newest first."""
     t1 = parse_time(until)
     t0 = parse_time(since, default=t1 - 3600)
-    matchers = [f'namespace="{namespace}"']
-    if pod:
-        matchers.append(f'pod=~"{pod}.*"')
-    if container:
-        matchers.append(f'container="{container}"')
-    logql = "{" + ",".join(matchers) + "}" + (f" |= {json.dumps(text)}" if text else "")
     limit = max(1, min(limit, MAX_LOG_LINES))
+    params: dict[str, Any] = {"namespace": namespace, "since": t0, "until": t1, "limit": limit}
+    for key, value in (("pod", pod), ("container", container), ("text", text)):
+        if value:
+            params[key] = value
     with httpx.Client(timeout=timeout) as client:
-        body = _get_json(client, f"{base_url.rstrip('/')}/loki/api/v1/query_range",
-                         {"query": logql, "start": int(t0 * 1e9), "end": int(t1 * 1e9), "limit": limit,
-                          "direction": "backward"}, "the log service")
-    lines = []
-    for stream in body.get("data", {}).get("result", []):
-        labels = stream.get("stream", {})
-        for ts, line in stream.get("values", []):
-            lines.append({"ts": int(ts) / 1e9, "pod": labels.get("pod"), "container": labels.get("container"),
-                          "line": line})
-    lines.sort(key=lambda x: x["ts"], reverse=True)
-    return {"lines": lines[:limit], "count": min(len(lines), limit), "source": "log service"}
+        body = _get_json(client, f"{base_url.rstrip('/')}/query", params, "the log service")
+    lines = [{"ts": row.get("time"), "pod": row.get("pod"), "container": row.get("container"), "line": row.get("line")}
+             for row in body.get("lines", [])]
+    lines.sort(key=lambda x: x["ts"] or 0, reverse=True)
+    out: dict[str, Any] = {"lines": lines[:limit], "count": min(len(lines), limit), "source": "log service"}
+    if body.get("truncated"):
+        out["note"] = f"showing the newest {limit} matching lines; narrow by pod, text or time"
+    return out
+
+
+def can_read_logs(kubeconfig: str, namespace: str) -> bool:
+    """Whether the agent's own RBAC lets it read pod logs in ``namespace`` (a SelfSubjectAccessReview).
+
+    The log service reads every node's log files and knows no RBAC, so the tool asks the API server
+    first: the agent reads through it exactly the logs ``kubectl logs`` would show it."""
+    from kubernetes import client, config
+
+    api = client.AuthorizationV1Api(config.new_client_from_config(config_file=kubeconfig))
+    review = api.create_self_subject_access_review(client.V1SelfSubjectAccessReview(spec=client.V1SelfSubjectAccessReviewSpec(
+        resource_attributes=client.V1ResourceAttributes(namespace=namespace, verb="get", resource="pods",
+                                                        subresource="log"))))
+    return bool(review.status.allowed)
 
 
 def parse_timestamped_log(raw: str) -> list[tuple[float, str]]:

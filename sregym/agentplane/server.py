@@ -144,6 +144,7 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
     kubeconfig = str(settings.kubeconfig.resolve())
     workdir = tempfile.mkdtemp(prefix="sre-tools-")  # kubectl's cwd and HOME: nothing to read there
     limit = settings.output_limit
+    log_access: dict[str, bool] = {}  # namespace -> may the agent read its pod logs (asked once)
 
     @server.tool(annotations=ToolAnnotations(title="kubectl", read_only_hint=False, destructive_hint=True,
                                              idempotent_hint=False, open_world_hint=False))
@@ -214,7 +215,12 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
     ) -> dict[str, Any]:
         """Log lines of pods in a namespace, newest first, filtered by pod, container, time and text."""
         if settings.logs_url:
-            return await _blocking(obs.query_loki, settings.logs_url, namespace, pod, container, since, until, text, limit)
+            if namespace not in log_access:
+                log_access[namespace] = await _blocking(obs.can_read_logs, kubeconfig, namespace)
+            if not log_access[namespace]:
+                raise ToolError(f"your access does not include the logs of namespace {namespace!r}")
+            return await _blocking(obs.query_log_service, settings.logs_url, namespace, pod, container, since, until,
+                                   text, limit)
         return await _blocking(obs.query_kube_logs, kubeconfig, namespace, pod, container, since,
                                until, text, limit)
 

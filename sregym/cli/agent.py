@@ -34,8 +34,8 @@ def serve(
     namespace: NamespaceOpt,
     prometheus_url: Annotated[Optional[str], typer.Option(help="Prometheus base URL.")] = None,
     traces_url: Annotated[Optional[str], typer.Option(help="Jaeger-compatible query API base URL.")] = None,
-    logs_url: Annotated[Optional[str], typer.Option(help="Loki-compatible log API base URL (default: pod logs "
-                                                         "through the Kubernetes API).")] = None,
+    logs_url: Annotated[Optional[str], typer.Option(help="Log query service base URL (GET /query; default: "
+                                                         "pod logs through the Kubernetes API).")] = None,
     steps: Annotated[int, typer.Option(min=1, help="Tool-call budget (submissions are free).")] = 40,
     seconds: Annotated[float, typer.Option(min=1, help="Wall-time budget.")] = 900,
     transport: Annotated[str, typer.Option(help="http (Streamable HTTP) or stdio.")] = "http",

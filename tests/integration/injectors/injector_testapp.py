@@ -42,6 +42,15 @@ class H(http.server.BaseHTTPRequestHandler):
             if u.path == '/fsync':
                 fd = os.open('/data/journal', os.O_WRONLY | os.O_CREAT); os.write(fd, b'x'); os.fsync(fd); os.close(fd)
                 return self.reply(200, 'synced')
+            if u.path == '/write':
+                path = '/data/upload.tmp'
+                try:
+                    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                    os.write(fd, b'y' * int(q.get('bytes', 1 << 20))); os.fsync(fd); os.close(fd)
+                finally:
+                    if os.path.exists(path):
+                        os.unlink(path)
+                return self.reply(200, 'written')
             if u.path == '/dns':
                 return self.reply(200, socket.gethostbyname(q['name']))
             if u.path == '/peer':

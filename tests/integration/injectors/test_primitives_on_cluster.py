@@ -4,6 +4,7 @@ recover, the effect is gone, recover again is harmless."""
 from __future__ import annotations
 
 import re
+import subprocess
 import time
 
 import pytest
@@ -385,3 +386,44 @@ def test_noise_choices_repeat_with_the_seed(cluster, app, caps):
         picks.append(c.state["pod"])
         c.recover()
     assert picks[0] == picks[1]
+
+
+@pytest.fixture
+def small_volume(tmp_path):
+    """A 64 MiB ext4 file system of its own (a loop device) to serve as a hostPath volume."""
+    image, mnt = tmp_path / "vol.img", tmp_path / "vol"
+    mnt.mkdir()
+    subprocess.run(["truncate", "-s", "64M", str(image)], check=True)
+    subprocess.run(["mkfs.ext4", "-q", "-F", str(image)], check=True)
+    subprocess.run(["mount", "-o", "loop", str(image), str(mnt)], check=True)
+    yield str(mnt)
+    subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def test_disk_full_makes_the_apps_writes_fail_with_enospc(ctx, app, small_volume):
+    ms = manifests(NS, "store")
+    dep = next(m for m in ms if m["kind"] == "Deployment")
+    dep["spec"]["template"]["spec"]["volumes"][0] = {"name": "data", "hostPath": {"path": small_volume}}
+    for m in ms:
+        create_object(app, m)
+    try:
+        pods = wait_until(lambda: _ready_pods(app, "store"), 120, 2, "store ready")
+        url = f"http://{pods[0]['status']['podIP']}:8080/write?bytes=1000000"
+        assert get(url) == (200, "written")
+        c = start(ctx, "disk_full", {"path": "/data"}, Selector(kind="Deployment", name="store"),
+                  node=pods[0]["spec"]["nodeName"])
+        c.verify()
+        status, body = get(url)
+        assert status == 500 and body.startswith("errno 28"), body
+        c.recover()
+        assert get(url) == (200, "written")
+        c.recover()
+    finally:
+        delete_object(app, "Deployment", "store", NS)
+
+
+def test_disk_full_refuses_to_fill_the_nodes_own_disk(ctx, app):
+    from sregym.core.errors import MechanismUnavailable
+
+    with pytest.raises(MechanismUnavailable, match="root file system"):
+        start(ctx, "disk_full", {"path": "/data"}, WEB, node=node_of_web(app))

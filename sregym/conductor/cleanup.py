@@ -4,7 +4,7 @@ For each run whose journal is not closed, the open intents are rebuilt into inje
 lookup + journaled params, target, mechanism and planned state) and recovered newest first.
 ``recover`` is idempotent, so an intent whose inject never ran, or ran halfway, is safe to undo.
 Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
-namespace is deleted, and the journal is closed.
+namespace is deleted, the agent's access to the app namespace is revoked, and the journal is closed.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sregym.cluster.agent_access import revoke_agent_access
 from sregym.conductor.faultplane import build_injector
 from sregym.conductor.journal import Journal, RunHeader, RunJournal, open_journals
 from sregym.core.constants import RUN_LABEL
@@ -74,11 +75,16 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         journal.recovered(intent.key)
         result.recovered.append(intent.key)
     if kube is not None:
-        namespaces = {i.hidden_namespace for i in rj.intents} | {i.app_namespace for i in rj.intents}
+        app_namespaces = {i.app_namespace for i in rj.intents}
         try:
-            delete_labelled(kube, rj.run_id, namespaces)
+            delete_labelled(kube, rj.run_id, {i.hidden_namespace for i in rj.intents} | app_namespaces)
         except Exception as e:  # noqa: BLE001
             result.errors.append(f"deleting objects labelled {RUN_LABEL}={rj.run_id}: {e}")
+        for ns in sorted(app_namespaces):  # the killed run's agent credentials must not outlive it
+            try:
+                revoke_agent_access(kube, ns)
+            except Exception as e:  # noqa: BLE001
+                result.errors.append(f"revoking the agent's access to {ns}: {e}")
     if not result.errors:
         journal.close()
         result.closed = True

@@ -427,3 +427,37 @@ def test_disk_full_refuses_to_fill_the_nodes_own_disk(ctx, app):
 
     with pytest.raises(MechanismUnavailable, match="root file system"):
         start(ctx, "disk_full", {"path": "/data"}, WEB, node=node_of_web(app))
+
+
+def _has_image(kube, prefix: str) -> bool:
+    return any(n.startswith(prefix) for node in kube.core.list_node().items
+               for img in node.status.images or [] for n in img.names or [])
+
+
+def test_redis_password_rotated_on_the_server_only(ctx, app):
+    if not _has_image(app, "docker.io/sregym/redis:") and not _has_image(app, "sregym/redis:"):
+        pytest.skip("the sregym/redis image is not on the node")
+    labels = {"app": "kv"}
+    create_object(app, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "kv", "namespace": NS},
+                        "stringData": {"password": "s3cret-one"}})
+    create_object(app, {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "kv", "namespace": NS},
+                        "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                            "metadata": {"labels": labels}, "spec": {"containers": [{
+                                "name": "redis", "image": "sregym/redis:latest", "imagePullPolicy": "Never",
+                                "env": [{"name": "PW", "valueFrom": {"secretKeyRef": {"name": "kv", "key": "password"}}}],
+                                "args": ["--port", "6379", "--requirepass", "$(PW)", "--protected-mode", "no"]}]}}}})
+    try:
+        wait_until(lambda: _ready_pods(app, "kv"), 120, 2, "redis ready")
+        c = start(ctx, "credential_rotation", {"secret": "kv"}, Selector(kind="Deployment", name="kv"))
+        assert c.injector.mechanism.name == "redis-config-set"
+        assert c.verify().ok
+        pod = c.state["pod"]
+        out = app.kubectl("exec", "-n", NS, pod, "--", "redis-cli", "-a", "s3cret-one", "--no-auth-warning", "ping",
+                          check=False)
+        assert "PONG" not in out.stdout  # the clients' password is refused
+        c.recover()
+        out = app.kubectl("exec", "-n", NS, pod, "--", "redis-cli", "-a", "s3cret-one", "--no-auth-warning", "ping")
+        assert "PONG" in out.stdout
+        c.recover()
+    finally:
+        delete_object(app, "Deployment", "kv", NS)

@@ -58,3 +58,14 @@ def test_pod_states_are_read_from_status():
     assert unschedulable(pods) == ["p"]
     assert waiting_reasons(pods) == {"ErrImageNeverPull"}
     assert terminated_reasons(pods) == {"OOMKilled"}
+
+
+def test_credential_commands_change_and_check_the_password_on_the_server():
+    from injectors.credential_rotation import auth_check_command, postgres_command, redis_command
+
+    assert redis_command(6379, "old", "new")[-3:] == ["SET", "requirepass", "new"]
+    sql = postgres_command(5432, "hotel", "old'pw", "it's")[-1]
+    assert sql == "ALTER USER \"hotel\" PASSWORD 'it''s'"
+    assert "PGPASSWORD=old'pw" in postgres_command(5432, "hotel", "old'pw", "x")
+    assert "ping" in auth_check_command("redis", 6379, "", "pw")[-1]
+    assert auth_check_command("postgres", 5432, "u", "pw")[-1] == "select 1"

@@ -39,12 +39,15 @@ def report(
 
     files = build_report(results, out, seed=bootstrap_seed, resamples=resamples)
     columns = ("e2e", "diagnosis", "mitigation", "reward", "ttm_s", "tokens", "error_rate")
-    table = Table("agent", "runs", "not judged", *(SHORT[c] for c in columns), title="95% bootstrap intervals")
+    table = Table(title="95% bootstrap intervals")
+    table.add_column("agent", no_wrap=True)  # intervals may wrap in a narrow terminal; names must not
+    for name in ("runs", "not judged", *(SHORT[c] for c in columns)):
+        table.add_column(name, overflow="fold")
     for g in files.analysis.agents:
         table.add_row(g.keys["agent"], str(g.runs), str(g.not_judged), *(fmt(g[c], c) for c in columns))
-    console = Console()
-    console.print(table)
-    console.print(f"report: {files.markdown}\nmetrics: {files.metrics_json}\nfigures: {files.markdown.parent / 'figures'}")
+    Console().print(table)
+    # paths unwrapped, one per line, so scripts can read them
+    typer.echo(f"report: {files.markdown}\nmetrics: {files.metrics_json}\nfigures: {files.markdown.parent / 'figures'}")
 
 
 leaderboard_app = typer.Typer(help="Static HTML leaderboard from run records.", no_args_is_help=True)
@@ -61,7 +64,7 @@ def leaderboard_build(
     from sregym.report.site import build_leaderboard
 
     index = build_leaderboard(results, out, seed=bootstrap_seed, resamples=resamples)
-    Console().print(f"leaderboard: {index}")
+    typer.echo(f"leaderboard: {index}")
 
 
 suite_app = typer.Typer(help="Run a suite of problems over several seeds.", no_args_is_help=True)

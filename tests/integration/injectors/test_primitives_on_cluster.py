@@ -461,3 +461,32 @@ def test_redis_password_rotated_on_the_server_only(ctx, app):
         c.recover()
     finally:
         delete_object(app, "Deployment", "kv", NS)
+
+
+@pytest.mark.parametrize("how", ["unbound", "missing"])
+def test_pvc_problem_leaves_new_pods_pending(ctx, app, tmp_path, how):
+    pv = f"{NS}-vol-{how}"
+    create_object(app, {"apiVersion": "v1", "kind": "PersistentVolume", "metadata": {"name": pv},
+                        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"],
+                                 "storageClassName": "", "hostPath": {"path": str(tmp_path)},
+                                 "persistentVolumeReclaimPolicy": "Retain"}})
+    create_object(app, {"apiVersion": "v1", "kind": "PersistentVolumeClaim", "metadata": {"name": "files", "namespace": NS},
+                        "spec": {"accessModes": ["ReadWriteOnce"], "storageClassName": "", "volumeName": pv,
+                                 "resources": {"requests": {"storage": "1Gi"}}}})
+    ms = manifests(NS, "files")
+    dep = next(m for m in ms if m["kind"] == "Deployment")
+    dep["spec"]["template"]["spec"]["volumes"][0] = {"name": "data", "persistentVolumeClaim": {"claimName": "files"}}
+    for m in ms:
+        create_object(app, m)
+    try:
+        wait_until(lambda: _ready_pods(app, "files"), 120, 2, "files ready")
+        c = start(ctx, "pvc_problem", {"how": how}, Selector(kind="Deployment", name="files"))
+        c.verify()
+        c.recover()
+        wait_until(lambda: len(_ready_pods(app, "files")) == 1 and not get_object(
+            app, "PersistentVolumeClaim", "files-v2", NS), 120, 2, "files healthy, claim gone")
+        c.recover()
+    finally:
+        delete_object(app, "Deployment", "files", NS)
+        delete_object(app, "PersistentVolumeClaim", "files", NS)
+        delete_object(app, "PersistentVolume", pv, None)

@@ -1,0 +1,155 @@
+"""Fixtures shared by the agent plane's cluster tests: the observability stack, a small app in its own
+namespace (logs a unique marker, serves a metric, sends a trace), a fault-plane workload in the hidden
+namespace that shouts the words the agent must never see, and the agent's RBAC-limited kubeconfig."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from kubernetes import client
+from kubernetes.client.exceptions import ApiException
+
+from sregym.apps import observability
+from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from sregym.cluster.images import build_images, image_ref
+from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
+
+# Words the fault plane's objects carry and the agent must never find (plus each app's problem id).
+SECRET_WORDS = ("chaos", "fault", "inject", "injector", "injection")
+
+
+@dataclass(frozen=True)
+class AppUnderTest:
+    namespace: str
+    marker: str  # a string the app logs
+    service: str  # a service name with a trace in the trace store
+    problem_id: str  # what the hidden fault-plane objects are labelled with
+    hidden_pod: str
+
+APP_SERVER = """
+import http.server, sys, threading, time
+MARKER = sys.argv[1]
+def chatter():
+    n = 0
+    while True:
+        print(f'GET /search 200 served {MARKER} n={n}', flush=True); n += 1; time.sleep(2)
+threading.Thread(target=chatter, daemon=True).start()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = b'# TYPE shop_requests_total counter\\nshop_requests_total 7\\n'
+        self.send_response(200); self.send_header('Content-Length', str(len(body))); self.end_headers(); self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(('', 8000), H).serve_forever()
+"""
+
+
+def eventually(check, timeout: float = 120, every: float = 3):
+    """The first truthy result of ``check()`` within ``timeout`` seconds (None when there is none)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(every)
+    return None
+
+
+def ensure_namespace(core: client.CoreV1Api, name: str) -> None:
+    try:
+        core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+    except ApiException as e:
+        if e.status != 409:
+            raise
+
+
+def send_trace(otlp_url: str, service: str) -> None:
+    trace_id, now = uuid.uuid4().hex, time.time_ns()
+    body = {"resourceSpans": [{
+        "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
+        "scopeSpans": [{"spans": [{"traceId": trace_id, "spanId": uuid.uuid4().hex[:16], "name": "GET /search",
+                                   "kind": 2, "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 80_000_000),
+                                   "attributes": [{"key": "http.status_code", "value": {"intValue": "500"}}],
+                                   "status": {"code": 2}}]}]}]}
+    request = urllib.request.Request(otlp_url, data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    with urllib.request.urlopen(request, timeout=20) as response:
+        assert response.status == 200
+
+
+@pytest.fixture(scope="module")
+def stack(cluster):
+    """The observability stack (built and deployed once; reused when already healthy)."""
+    if cluster.provider == "local":
+        socket = cluster.data_dir / "containerd" / "containerd.sock" if cluster.data_dir else None
+        build_images(["base", *observability.IMAGES.values()], provider="local", cluster=cluster.name, socket=socket)
+    observability.deploy_observability(cluster, timeout=300)
+    return observability.endpoints(cluster)
+
+
+def _pod(name: str, command: list[str], labels: dict[str, str], annotations: dict[str, str] | None = None) -> client.V1Pod:
+    return client.V1Pod(
+        metadata=client.V1ObjectMeta(name=name, labels=labels, annotations=annotations),
+        spec=client.V1PodSpec(termination_grace_period_seconds=1, containers=[client.V1Container(
+            name="main", image=image_ref("base"), image_pull_policy="Never", command=command,
+            ports=[client.V1ContainerPort(container_port=8000)])]))
+
+
+@pytest.fixture(scope="module")
+def app(cluster, stack):
+    """A Deployment `web` + Service in a fresh namespace, and a fault-plane pod hidden away."""
+    kube, core = cluster.kube, cluster.kube.core
+    run = uuid.uuid4().hex[:6]
+    APP_NS, PROBLEM_ID, HIDDEN_POD = f"shop-{run}", f"redteam_problem_{run}", f"fault-injector-{run}"
+    marker = f"marker-{uuid.uuid4().hex}"
+    ensure_namespace(core, APP_NS)
+    labels = {"app": "web"}
+    template = _pod("web", ["python3", "-c", APP_SERVER, marker], labels,
+                    {"prometheus.io/scrape": "true", "prometheus.io/port": "8000", "prometheus.io/path": "/metrics"})
+    deployment = client.V1Deployment(
+        metadata=client.V1ObjectMeta(name="web", labels=labels),
+        spec=client.V1DeploymentSpec(replicas=1, selector=client.V1LabelSelector(match_labels=labels),
+                                     template=client.V1PodTemplateSpec(metadata=template.metadata, spec=template.spec)))
+    kube.apps.create_namespaced_deployment(APP_NS, deployment)
+    core.create_namespaced_service(APP_NS, client.V1Service(
+        metadata=client.V1ObjectMeta(name="web"),
+        spec=client.V1ServiceSpec(selector=labels, ports=[client.V1ServicePort(port=8000)])))
+    # The fault plane's workload: in the hidden namespace, named and talking like the thing to hide.
+    ensure_namespace(core, HIDDEN_NAMESPACE)
+    hidden = _pod(HIDDEN_POD, ["python3", "-c", "import time\nwhile True:\n print('injecting fault for "
+                               f"{PROBLEM_ID} (chaos injector)', flush=True); time.sleep(2)"],
+                  {OWNER_LABEL: OWNER_VALUE, "fault": PROBLEM_ID})
+    core.create_namespaced_pod(HIDDEN_NAMESPACE, hidden)
+    core.create_namespaced_config_map(HIDDEN_NAMESPACE, client.V1ConfigMap(
+        metadata=client.V1ObjectMeta(name=f"fault-spec-{run}", labels={OWNER_LABEL: OWNER_VALUE}),
+        data={"problem": PROBLEM_ID, "injector": "env_var"}))
+
+    def ready() -> bool:
+        pods = core.list_namespaced_pod(APP_NS, label_selector="app=web").items
+        return any(p.status.phase == "Running" for p in pods)
+
+    assert eventually(ready, 180, 2), f"the web pod in {APP_NS} did not start"
+    service = f"web-{run}"
+    send_trace(stack["otlp_host_url"], service)
+    yield AppUnderTest(APP_NS, marker, service, PROBLEM_ID, HIDDEN_POD)
+    core.delete_namespace(APP_NS)
+    for delete in (lambda: core.delete_namespaced_pod(HIDDEN_POD, HIDDEN_NAMESPACE, grace_period_seconds=0),
+                   lambda: core.delete_namespaced_config_map(f"fault-spec-{run}", HIDDEN_NAMESPACE)):
+        try:
+            delete()
+        except ApiException as e:
+            if e.status != 404:
+                raise
+
+
+@pytest.fixture(scope="module")
+def agent_kubeconfig(cluster, app, tmp_path_factory) -> Path:
+    namespace = app.namespace
+    path = create_agent_access(cluster.kube, namespace, tmp_path_factory.mktemp("agent"), token_seconds=3600)
+    yield path
+    revoke_agent_access(cluster.kube, namespace, kubeconfig=path)

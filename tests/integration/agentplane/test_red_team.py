@@ -1,0 +1,125 @@
+"""Red team: act as the agent — through the MCP tools and with the raw kubeconfig — and try to find the
+fault plane. Every read of the hidden namespace must be refused, and nothing the agent can read may
+name the problem id, an injector, or words like fault, inject, chaos."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import anyio
+import pytest
+from kubernetes.client.exceptions import ApiException
+from mcp import Client
+
+from agentplane_cluster_fixtures import SECRET_WORDS, agent_kubeconfig, app, stack  # noqa: F401 - fixtures
+from sregym.agentplane.budgets import AgentBudgets
+from sregym.agentplane.plane import AgentPlane
+from sregym.cluster.kube import Kube
+from sregym.cluster.local.paths import LocalPaths
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.injectors import INJECTORS
+
+pytestmark = pytest.mark.cluster
+
+
+def leaks(text: str, words: list[str]) -> list[str]:
+    """Forbidden words found in ``text`` as whole words (so "default" does not count as "fault")."""
+    return sorted({w for w in words if re.search(rf"(?<![A-Za-z0-9]){re.escape(w)}(?![A-Za-z0-9])", text, re.I)})
+
+
+def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> None:
+    ns, hidden = app.namespace, HIDDEN_NAMESPACE
+    words = [*SECRET_WORDS, app.problem_id, app.hidden_pod, *INJECTORS.names()]
+    admin_kubeconfig = str(LocalPaths().admin_kubeconfig)
+
+    refused_calls = [
+        ("kubectl", {"command": f"get all -n {hidden}"}),
+        ("kubectl", {"command": f"get configmaps -n {hidden} -o yaml"}),
+        ("kubectl", {"command": f"logs {app.hidden_pod} -n {hidden}"}),
+        ("kubectl", {"command": f"describe pod {app.hidden_pod} -n {hidden}"}),
+        ("kubectl", {"command": "get pods -A"}),
+        ("kubectl", {"command": "get secrets -A"}),
+        ("kubectl", {"command": "get events -A"}),
+        ("kubectl", {"command": "get secrets -n kube-system"}),
+        ("kubectl", {"command": f"get pods -n {hidden} --kubeconfig={admin_kubeconfig}"}),
+        ("kubectl", {"command": f"create configmap loot -n {ns} --from-file={admin_kubeconfig}"}),
+        ("kubectl", {"command": f"get pods -n {hidden} --as=system:admin"}),
+        ("kubectl", {"command": "config view --raw"}),
+        ("query_logs", {"namespace": hidden}),
+        ("query_logs", {"namespace": "kube-system"}),
+    ]
+    harvest_calls = [
+        ("kubectl", {"command": f"get all,configmaps,secrets,events,serviceaccounts,roles,rolebindings,"
+                                f"networkpolicies,endpoints,resourcequotas -n {ns} -o json"}),
+        ("kubectl", {"command": "get nodes,namespaces,persistentvolumes,storageclasses -o json"}),
+        ("kubectl", {"command": "describe nodes"}),
+        ("kubectl", {"command": f"get namespace {hidden} -o yaml"}),
+        ("kubectl", {"command": f"logs deploy/web -n {ns} --tail=200"}),
+        ("kubectl", {"command": f"auth can-i --list -n {hidden}"}),
+        ("query_logs", {"namespace": ns, "limit": 500, "since": "1h"}),
+        ("query_logs", {"namespace": ns, "text": app.problem_id}),
+        ("query_metrics", {"query": f'count by (namespace, pod) ({{namespace="{hidden}"}})'}),
+        ("query_metrics", {"query": f'{{pod="{app.hidden_pod}"}}'}),
+        ("query_metrics", {"query": 'count by (namespace) ({__name__=~"kube_.+|container_.+"})'}),
+        ("query_traces", {"service": "no-such-service-anywhere"}),
+    ]
+
+    async def go():
+        async with AgentPlane(agent_kubeconfig, ns, AgentBudgets(steps=100, seconds=600),
+                              prometheus_url=stack["prometheus"], traces_url=stack["traces"],
+                              logs_url=stack["logs"]) as plane:
+            environ = Path(f"/proc/{plane.server_pid}/environ").read_bytes().decode(errors="replace")
+            cmdline = Path(f"/proc/{plane.server_pid}/cmdline").read_bytes().decode(errors="replace")
+            async with Client(plane.mcp_url) as mcp:
+                refused = [(name, args, await mcp.call_tool(name, args)) for name, args in refused_calls]
+                harvested = [(name, args, await mcp.call_tool(name, args)) for name, args in harvest_calls]
+            return environ, cmdline, refused, harvested
+
+    environ, cmdline, refused, harvested = anyio.run(go)
+
+    # 1. The server process knows nothing of the problem or of admin credentials.
+    for blob in (environ, cmdline):
+        assert not leaks(blob, words)
+        assert "admin.kubeconfig" not in blob and app.problem_id not in blob
+    assert "KUBECONFIG=" not in environ
+    assert {kv.split("=", 1)[0] for kv in environ.split("\0") if kv} <= {
+        "PATH", "LANG", "HOME", "PYTHONPATH", "SREGYM_CALLBACK_TOKEN"}
+
+    # 2. Every attempt on the hidden namespace, on other namespaces' secrets, or on other credentials fails.
+    for name, args, result in refused:
+        assert result.is_error, f"{name} {args} was not refused: {result.content[0].text[:300]}"
+        assert app.problem_id not in result.content[0].text
+
+    # 3. Everything the agent can read is free of the fault plane's names.
+    for name, args, result in harvested:
+        body = json.dumps(result.structured_content) if result.structured_content else result.content[0].text
+        assert not leaks(body, words), f"{name} {args} shows {leaks(body, words)}"
+    metrics = {json.dumps(args): r.structured_content for name, args, r in harvested if name == "query_metrics"}
+    assert all(not m or not m.get("series") or all(s["metric"].get("namespace") != hidden for s in m["series"])
+               for m in metrics.values())
+    hidden_series = [r for name, args, r in harvested if name == "query_metrics" and hidden in json.dumps(args)]
+    assert all(not r.structured_content["series"] for r in hidden_series)
+    can_i = next(r for name, args, r in harvested if "can-i" in json.dumps(args)).content[0].text
+    assert not re.search(r"^pods\s", can_i, re.M) and not re.search(r"^configmaps\s", can_i, re.M)
+
+
+def test_the_raw_kubeconfig_cannot_reach_the_fault_plane(agent_kubeconfig, app) -> None:
+    agent = Kube(agent_kubeconfig)
+    text = agent_kubeconfig.read_text()
+    assert not leaks(text, [*SECRET_WORDS, app.problem_id]) and "client-key" not in text
+    for attempt in (lambda: agent.core.list_namespaced_pod(HIDDEN_NAMESPACE),
+                    lambda: agent.core.read_namespaced_pod_log(app.hidden_pod, HIDDEN_NAMESPACE),
+                    lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE),
+                    lambda: agent.core.list_namespaced_secret(HIDDEN_NAMESPACE),
+                    lambda: agent.apps.list_namespaced_daemon_set(HIDDEN_NAMESPACE),
+                    lambda: agent.core.list_secret_for_all_namespaces(),
+                    lambda: agent.core.list_pod_for_all_namespaces(),
+                    lambda: agent.rbac.list_cluster_role_binding()):
+        with pytest.raises(ApiException) as refused:
+            attempt()
+        assert refused.value.status == 403
+    namespace = agent.core.read_namespace(HIDDEN_NAMESPACE)  # the name is visible, so it must be neutral
+    visible = json.dumps(agent.api_client.sanitize_for_serialization(namespace))
+    assert not leaks(visible, [*SECRET_WORDS, app.problem_id, *INJECTORS.names()])

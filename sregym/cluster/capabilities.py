@@ -40,7 +40,23 @@ CAPABILITIES: dict[str, str] = {
     "iptables": "iptables in a pod network namespace (partition, DNS drop)",
     "nsenter": "nsenter into a container's namespaces",
     "python3": "python3 on the node (helpers)",
+    "network_policy_enforcement": "the cluster's network plugin enforces NetworkPolicy (probed from the API)",
 }
+
+# DaemonSets of network plugins that enforce NetworkPolicy (the bridge/flannel plugins do not).
+ENFORCING_CNI = ("calico-node", "cilium", "kube-router", "antrea-agent", "weave-net", "canal",
+                 "kube-network-policies", "cilium-agent")
+
+
+def network_policy_enforcement(kube: Kube) -> tuple[bool, str]:
+    """Whether a NetworkPolicy would change anything: an enforcing plugin's DaemonSet is present."""
+    try:
+        sets = kube.apps.list_daemon_set_for_all_namespaces().items
+    except Exception as e:  # noqa: BLE001 - no answer means we cannot claim enforcement
+        return False, f"cannot list DaemonSets: {e}"
+    found = sorted({d.metadata.name for d in sets if any(d.metadata.name.startswith(n) for n in ENFORCING_CNI)})
+    return bool(found), (f"enforcing plugin: {', '.join(found)}" if found else
+                         "no NetworkPolicy-enforcing network plugin found (e.g. the bridge plugin)")
 
 
 @dataclass(frozen=True)
@@ -93,7 +109,10 @@ class CapabilityCache:
 
     def get(self, node: str) -> NodeCapabilities:
         if node not in self._nodes:
-            self._nodes[node] = probe_with(runner_for(self.kube, node, self.hidden_namespace))
+            caps = probe_with(runner_for(self.kube, node, self.hidden_namespace))
+            ok, detail = network_policy_enforcement(self.kube)
+            caps.present["network_policy_enforcement"], caps.details["network_policy_enforcement"] = ok, detail
+            self._nodes[node] = caps
             if self.cache_file:
                 self.cache_file.parent.mkdir(parents=True, exist_ok=True)
                 self.cache_file.write_text(json.dumps({n: c.to_json() for n, c in self._nodes.items()}, indent=1))

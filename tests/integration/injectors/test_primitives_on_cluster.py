@@ -490,3 +490,16 @@ def test_pvc_problem_leaves_new_pods_pending(ctx, app, tmp_path, how):
         delete_object(app, "Deployment", "files", NS)
         delete_object(app, "PersistentVolumeClaim", "files", NS)
         delete_object(app, "PersistentVolume", pv, None)
+
+
+def test_network_policy_deny_cuts_the_dependency(ctx, app, caps):
+    node = node_of_web(app)
+    enforced = caps(node).get("network_policy_enforcement")
+    assert get(web_url(app, "/peer?name=peer"))[0] == 200
+    c = start(ctx, "network_policy_deny", {"dependency": "peer"}, WEB, node=node)
+    assert c.injector.mechanism.name == ("networkpolicy" if enforced else "iptables-egress-drop")
+    c.verify()
+    assert get(web_url(app, "/peer?name=peer"), timeout=8)[0] == 500
+    c.recover()
+    assert get(web_url(app, "/peer?name=peer"))[0] == 200
+    c.recover()

@@ -102,3 +102,12 @@ def test_names_created_on_nodes_are_neutral():
     telling = re.compile(r"chaos|fault|inject", re.I)
     for name in (chain_name("abc"), token("x", 1), latent_sector_error.WORK_DIR, syscall_failure.WORK_DIR):
         assert not telling.search(name), name
+
+
+def test_network_policy_falls_back_to_iptables_where_policies_are_not_enforced():
+    from injectors.network_policy_deny import NetworkPolicyDeny
+
+    assert NetworkPolicyDeny.choose_mechanism({**THIS_VM, "iptables": True}).name == "iptables-egress-drop"
+    assert NetworkPolicyDeny.choose_mechanism({"network_policy_enforcement": True}).name == "networkpolicy"
+    with pytest.raises(MechanismUnavailable, match="network_policy_enforcement"):
+        NetworkPolicyDeny.choose_mechanism(THIS_VM, forced="networkpolicy")

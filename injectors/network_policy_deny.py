@@ -1,0 +1,93 @@
+"""A NetworkPolicy that denies the target's traffic to a dependency.
+
+Where the network plugin enforces NetworkPolicy, the policy itself is the fault (an agent finds it
+with `kubectl get networkpolicy`). Where it does not (e.g. the bridge plugin of the local
+cluster), the object would change nothing, so the same cut is made with iptables in the target
+pod's netns instead and the record names that mechanism.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
+from sregym.core.errors import UserInputError
+from sregym.injectors import Mechanism, Verification, injector
+from sregym.injectors.netns import PodNetworkFault, chain_script, unchain_script
+from sregym.injectors.node import running_pods
+from sregym.injectors.objects import create_object, delete_object, get_object, namespace_of
+
+CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
+           "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")
+POLICY = Mechanism("networkpolicy", "an egress NetworkPolicy on the target's pods that leaves out the dependency",
+                   ("network_policy_enforcement",))
+IPTABLES = Mechanism("iptables-egress-drop", "drop the target pod's packets to the dependency in its netns "
+                     "(where NetworkPolicy is not enforced)", ("iptables", "nsenter"))
+
+
+class NetworkPolicyParams(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dependency: str = Field(..., description="the Service the target can no longer reach")
+    name: str = Field("default-egress", description="networkpolicy: name of the policy")
+
+
+@injector("network_policy_deny")
+class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
+    """Deny the target's egress to one dependency (NetworkPolicy where enforced, else iptables)."""
+
+    Params = NetworkPolicyParams
+    mechanisms = (POLICY, IPTABLES)
+
+    def _dependency(self, ns: str) -> dict:
+        svc = get_object(self.ctx.kube, "Service", self.params.dependency, ns)
+        if svc is None:
+            raise UserInputError(f"params.dependency: Service {ns}/{self.params.dependency} does not exist")
+        return svc
+
+    def plan(self) -> dict[str, Any]:
+        ns = namespace_of(self.ctx, self.target)
+        svc = self._dependency(ns)
+        dep_labels = svc["spec"].get("selector") or {}
+        if self.mechanism.name == IPTABLES.name:
+            state = self.plan_target()
+            pods = running_pods(self.ctx, self.target.model_copy(update={"kind": None, "name": None,
+                                                                         "labels": dep_labels}))
+            ips = sorted({svc["spec"]["clusterIP"], *(p["status"]["podIP"] for p in pods)} - {None, "None"})
+            state["rules"] = [f"-d {ip} -j DROP" for ip in ips]
+            return state
+        pod = running_pods(self.ctx, self.target)[0]
+        own = {k: v for k, v in (pod["metadata"].get("labels") or {}).items() if k != "pod-template-hash"}
+        policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
+                  "metadata": {"name": self.params.name, "namespace": ns,
+                               "labels": dict(self.ctx.extras.get("labels") or {OWNER_LABEL: OWNER_VALUE})},
+                  "spec": {"podSelector": {"matchLabels": own}, "policyTypes": ["Egress"],
+                           # every pod but the dependency's: DNS and the other services keep working
+                           "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [
+                               {"key": k, "operator": "NotIn", "values": [v]} for k, v in dep_labels.items()]}}]}]}}
+        port = (svc["spec"].get("ports") or [{"port": 80}])[0]["port"]
+        return {**self.plan_target(), "policy": policy, "probe": [svc["spec"]["clusterIP"], port]}
+
+    def inject(self, state: dict[str, Any]) -> None:
+        if "policy" in state:
+            create_object(self.ctx.kube, state["policy"])
+        else:
+            self.in_netns(state, chain_script(state["chain"], ["OUTPUT"], state["rules"]))
+
+    def verify(self, state: dict[str, Any]) -> Verification:
+        if "policy" in state:  # observed: a connection from the pod to the dependency no longer opens
+            ip, port = state["probe"]
+            out = self.in_netns(state, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or ""
+            return Verification(out.strip() == "blocked", f"connection to {self.params.dependency}: {out.strip()}")
+        if self.chain_counters(state) == 0:
+            self.probe_traffic(state, state["rules"][0].split()[1], 80, tries=2)
+        return self.counted(state, f"packets to {self.params.dependency} dropped")
+
+    def recover(self, state: dict[str, Any]) -> None:
+        if "policy" in state:
+            m = state["policy"]["metadata"]
+            delete_object(self.ctx.kube, "NetworkPolicy", m["name"], m["namespace"])
+        else:
+            self.in_netns(state, unchain_script(state["chain"], ["OUTPUT"]), check=False)

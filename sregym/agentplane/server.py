@@ -79,9 +79,9 @@ class AgentToolServer(MCPServer):
 
     def __init__(self, settings: ServerSettings, sink: EventSink) -> None:
         super().__init__(name="sre-tools", instructions=(
-            "Tools of the on-call SRE for one application namespace. Investigate with kubectl, metrics, "
-            "logs and traces; change what needs changing; then call submit_diagnosis and submit_mitigation."),
-            log_level="WARNING")
+            f"Tools of the on-call SRE for the application in namespace {settings.namespace}. Investigate with "
+            "kubectl, metrics, logs and traces; change what needs changing; then call submit_diagnosis and "
+            "submit_mitigation."), log_level="WARNING")
         self.agent_settings = settings
         self.meter = BudgetMeter(settings.budgets)
         self.sink = sink

@@ -60,7 +60,7 @@ class AppsDriver:
     """Deploys apps from chart folders (the given ones first, then the repository's ``charts/``)."""
 
     def __init__(self, charts_dirs: Sequence[Path] = (), *, timeout_s: float = 600):
-        self.roots = [*map(Path, charts_dirs), charts_root()]
+        self.roots = [*map(Path, charts_dirs), charts_root(), charts_root() / "public"]
         self.timeout_s = timeout_s
 
     def spec(self, name: str) -> AppSpec:

@@ -128,12 +128,12 @@ def charts_root() -> Path:
 
 def _roots(root: Path | Sequence[Path] | None) -> list[Path]:
     if root is None:
-        return [charts_root()]
+        return [charts_root(), charts_root() / "public"]
     return [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
 
 
 def list_apps(root: Path | Sequence[Path] | None = None) -> list[str]:
-    """Names of the charts under ``root`` (default: the repository's ``charts/``)."""
+    """Names of the charts under ``root`` (default: the repository's ``charts/`` and ``charts/public/``)."""
     return sorted({p.parent.name for r in _roots(root) for p in r.glob("*/Chart.yaml")})
 
 

@@ -27,12 +27,15 @@ def attach_redis(app: web.Application, service: str) -> None:
 
     async def lifecycle(app: web.Application):
         timeout = config.number("REDIS_TIMEOUT_SECONDS", 0.5)
-        app[REDIS] = aioredis.Redis(host=config.text("REDIS_HOST"), port=config.integer("REDIS_PORT", 6379),
-                                    password=config.text("REDIS_PASSWORD") or None, socket_timeout=timeout,
-                                    socket_connect_timeout=timeout,
-                                    max_connections=config.integer("REDIS_POOL_SIZE", 10), decode_responses=True)
+        # a blocking pool: when every connection is busy a command waits (up to the timeout) instead of failing
+        pool = aioredis.BlockingConnectionPool(
+            host=config.text("REDIS_HOST"), port=config.integer("REDIS_PORT", 6379),
+            password=config.text("REDIS_PASSWORD") or None, socket_timeout=timeout, socket_connect_timeout=timeout,
+            max_connections=config.integer("REDIS_POOL_SIZE", 10), timeout=timeout, decode_responses=True)
+        app[REDIS] = aioredis.Redis(connection_pool=pool)
         yield
         await app[REDIS].aclose()
+        await pool.disconnect()
 
     app.cleanup_ctx.append(lifecycle)
 

@@ -1,0 +1,47 @@
+"""The agent's RBAC rules: an SRE's rights in its namespace, and nothing cluster-wide that shows others."""
+
+from __future__ import annotations
+
+import pytest
+
+from sregym.cluster.agent_access import (app_namespace_rules, cluster_rules, create_agent_access,
+                                         observability_rules)
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.errors import UserInputError
+
+
+def grants(rules: list[dict]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_no_rule_uses_wildcards_or_escalation_verbs() -> None:
+    for rules in (app_namespace_rules(), observability_rules(), cluster_rules()):
+        for group, resource, verb in grants(rules):
+            assert "*" not in (group, resource, verb)
+            assert verb not in ("escalate", "bind", "impersonate")
+
+
+def test_cluster_wide_rules_never_list_objects_of_other_namespaces() -> None:
+    resources = {r for _, r, _ in grants(cluster_rules())}
+    assert resources == {"nodes", "namespaces", "persistentvolumes", "storageclasses"}
+    assert {v for _, _, v in grants(cluster_rules())} <= {"get", "list", "watch"}
+
+
+def test_observability_is_read_only() -> None:
+    assert {v for _, _, v in grants(observability_rules())} <= {"get", "list", "watch"}
+    assert "secrets" not in {r for _, r, _ in grants(observability_rules())}
+
+
+def test_the_app_namespace_allows_what_an_sre_does() -> None:
+    allowed = grants(app_namespace_rules())
+    for need in [("", "pods", "delete"), ("", "pods/log", "get"), ("", "pods/exec", "create"),
+                 ("apps", "deployments", "patch"), ("apps", "deployments/scale", "update"),
+                 ("", "configmaps", "update"), ("", "secrets", "get"), ("networking.k8s.io", "networkpolicies", "delete"),
+                 ("rbac.authorization.k8s.io", "rolebindings", "update"), ("", "events", "list")]:
+        assert need in allowed, need
+    assert ("", "namespaces", "delete") not in allowed
+
+
+def test_the_hidden_namespace_is_never_granted() -> None:
+    with pytest.raises(UserInputError, match="hidden"):
+        create_agent_access(None, HIDDEN_NAMESPACE)  # refused before any API call

@@ -129,9 +129,12 @@ def kubelet_root(runner: NodeRunner) -> str:
     profiles live under ``seccomp/``."""
     out = runner.run(["sh", "-c", "for p in /proc/[0-9]*; do [ \"$(cat $p/comm 2>/dev/null)\" = kubelet ] && "
                       "tr '\\0' '\\n' < $p/cmdline; done"], check=False).stdout
-    for line in out.splitlines():
-        if line.startswith("--root-dir="):
-            return line.split("=", 1)[1]
+    args = out.splitlines()
+    for i, arg in enumerate(args):
+        if arg.startswith("--root-dir="):
+            return arg.split("=", 1)[1]
+        if arg == "--root-dir" and i + 1 < len(args):
+            return args[i + 1]
     return "/var/lib/kubelet"
 
 

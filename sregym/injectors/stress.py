@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Literal
 
-from sregym.cluster.nodeagent import NodeRunner, pids_with_cmdline
+from sregym.cluster.nodeagent import NodeRunner
 from sregym.core.constants import HIDDEN_NAMESPACE
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
@@ -46,17 +46,30 @@ def cgroup_files(runner: NodeRunner, pid: int) -> list[str]:
 
 def start_in_cgroups(runner: NodeRunner, argv: list[str], procs_files: list[str], log: str) -> None:
     """Start ``argv`` detached after moving its shell into the given cgroups (its children inherit them)."""
-    moves = "; ".join(f"echo $$ > {shlex.quote(f)} 2>/dev/null" for f in procs_files)
-    script = f"mkdir -p {shlex.quote(argv[2])}; {moves}; exec {shlex.join(argv)}"
+    moves = "".join(f"echo $$ > {shlex.quote(f)} 2>/dev/null; " for f in procs_files)
+    script = f"mkdir -p {shlex.quote(argv[2])}; {moves}exec {shlex.join(argv)}"
     runner.run(["sh", "-c", f"setsid sh -c {shlex.quote(script)} >{shlex.quote(log)} 2>&1 </dev/null &"])
 
 
+# Sums utime+stime of the processes whose command line holds a token and of their children
+# (stress-ng renames its workers, so they no longer carry the token themselves).
+_TICKS = r"""
+import os, sys
+procs = {}
+for d in os.listdir('/proc'):
+    if d.isdigit() and d != str(os.getpid()):
+        try:
+            cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(errors='replace')
+            f = open(f'/proc/{d}/stat').read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        procs[int(d)] = (sys.argv[1] in cmd, int(f[1]), int(f[11]) + int(f[12]))
+roots = {p for p, (mine, _, _) in procs.items() if mine}
+print(sum(t for p, (mine, ppid, t) in procs.items() if p in roots or ppid in roots))
+"""
+
+
 def cpu_ticks(runner: NodeRunner, token: str) -> int:
-    """utime+stime of the processes of one stress run (to observe that they burn CPU)."""
-    total = 0
-    for pid, _ in pids_with_cmdline(runner, token):
-        r = runner.run(["cat", f"/proc/{pid}/stat"], check=False).stdout
-        if r:
-            f = r.rsplit(")", 1)[1].split()
-            total += int(f[11]) + int(f[12])
-    return total
+    """CPU ticks (utime+stime) used so far by one stress run, workers included."""
+    out = runner.run(["python3", "-c", _TICKS, token], check=False).stdout.strip()
+    return int(out) if out.isdigit() else 0

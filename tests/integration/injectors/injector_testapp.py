@@ -88,6 +88,7 @@ def manifests(ns: str, name: str, *, replicas: int = 1, env: dict[str, str] | No
                           "command": ["python3", "/config/server.py"],
                           "env": [{"name": k, "value": v} for k, v in (env or {"GREETING": "hello"}).items()],
                           "ports": [{"name": "http", "containerPort": 8080}],
+                          "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
                           "readinessProbe": {"tcpSocket": {"port": 8080}, "periodSeconds": 2},
                           "volumeMounts": [{"name": "data", "mountPath": "/data"},
                                            {"name": "config", "mountPath": "/config"}]}],

@@ -11,8 +11,10 @@ import pytest
 from injector_testapp import context, get, manifests, start, wait_until
 
 from sregym.cluster.capabilities import CapabilityCache
+from sregym.cluster.nodeagent import pids_with_cmdline
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
+from sregym.injectors.node import node_runner
 from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
 
 pytestmark = pytest.mark.cluster
@@ -289,7 +291,8 @@ def test_dns_failure_for_one_name(ctx, app):
     if get(web_url(app, "/dns?name=peer"), timeout=8)[0] != 200:
         pytest.skip("cluster DNS does not answer from pods")
     c = start(ctx, "dns_failure", {"name": "peer"}, WEB, node=node_of_web(app))
-    assert get(web_url(app, "/dns?name=peer"), timeout=20)[0] == 500
+    assert get(web_url(app, "/dns?name=peer"), timeout=20)[0] != 200  # 500, or no answer while retrying
+    assert get(web_url(app, "/dns?name=localhost"))[0] == 200
     c.verify()
     c.recover()
     assert get(web_url(app, "/dns?name=peer"), timeout=8)[0] == 200
@@ -329,8 +332,7 @@ def test_latency_is_added_to_every_request(ctx, app):
 def test_cpu_stress_inside_the_targets_cgroup(ctx, app):
     c = start(ctx, "resource_stress", {"resource": "cpu", "workers": 1, "load": 50, "seconds": 120}, WEB,
               node=node_of_web(app))
-    v = c.verify()
-    assert "1 in the target" in v.detail or "in the target's cgroups" in v.detail
+    c.verify()
     c.recover()
     assert not c.injector.verify(c.state).ok
     c.recover()
@@ -371,7 +373,10 @@ def test_noise_is_transient_and_never_touches_the_excluded_component(ctx, app, n
     c = start(ctx, noise, {"duration": 8, "exclude": ["web"]}, Selector(), node=node_of_web(app))
     assert "web" not in str({k: v for k, v in c.state.items() if k in ("pod", "name", "service", "container")})
     c.verify(timeout=60)
-    time.sleep(10)  # longer than duration: it must have ended by itself
+    time.sleep(12)  # longer than duration: it must have ended by itself
+    if "token" in c.state or "chain" in c.state:
+        runner = node_runner(ctx, c.state.get("node") or c.state["container"]["node"])
+        assert not pids_with_cmdline(runner, c.state.get("token") or c.state["chain"])
     c.recover()
     c.recover()
     assert {p["metadata"]["uid"] for p in _ready_pods(app, "web")} == web_uids

@@ -34,16 +34,13 @@ class DeployedApp:
 
 
 def observability_urls(cluster: ClusterHandle) -> dict[str, str | None]:
-    """Prometheus, trace and log query URLs reachable from this host, when the stack says them."""
+    """Prometheus, trace (Jaeger API) and log query URLs reachable from this host."""
     try:
         from sregym.apps import observability
     except ImportError:
         return {}
-    endpoints = observability.endpoints(cluster)
-    get = endpoints.get if isinstance(endpoints, dict) else lambda k: getattr(endpoints, k, None)
-    return {"prometheus_url": get("prometheus_url") or get("prometheus"),
-            "traces_url": get("traces_url") or get("jaeger_url") or get("traces"),
-            "logs_url": get("logs_url") or get("logs")}
+    urls = observability.endpoints(cluster)
+    return {"prometheus_url": urls.get("prometheus"), "traces_url": urls.get("traces"), "logs_url": urls.get("logs")}
 
 
 def set_path(values: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:

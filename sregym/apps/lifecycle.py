@@ -146,7 +146,7 @@ def install_values(cluster: ClusterHandle, spec: AppSpec, values: dict[str, Any]
     caller's overrides, then the chart hash of all that."""
     computed: dict[str, Any] = {"images": release.image_values(spec)}
     computed = release.deep_merge(computed, release.storage_values(cluster))
-    endpoint = _traces_endpoint(cluster)
+    endpoint = _traces_endpoint()
     if endpoint:
         computed["tracing"] = {"otlpTracesEndpoint": endpoint}
     merged = release.deep_merge(computed, values or {})
@@ -154,18 +154,13 @@ def install_values(cluster: ClusterHandle, spec: AppSpec, values: dict[str, Any]
     return merged
 
 
-def _traces_endpoint(cluster: ClusterHandle) -> str | None:
-    """The in-cluster OTLP/HTTP traces URL of the observability stack, when it says one."""
+def _traces_endpoint() -> str | None:
+    """The in-cluster OTLP/HTTP traces URL of the observability stack (None: keep the chart's)."""
     try:
         from sregym.apps import observability
     except ImportError:
         return None
-    endpoints = observability.endpoints(cluster)
-    for name in ("otlp_traces_url", "otlp_http_traces", "otlp_traces"):
-        found = endpoints.get(name) if isinstance(endpoints, dict) else getattr(endpoints, name, None)
-        if found:
-            return str(found)
-    return None
+    return getattr(observability, "IN_CLUSTER_OTLP", None)
 
 
 def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None,

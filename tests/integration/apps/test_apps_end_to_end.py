@@ -1,0 +1,104 @@
+"""Each of our apps deploys from scratch on the real cluster, serves its workload within its SLOs,
+and an SRE can follow a request through metrics, traces and logs."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from sregym.apps import delete, deploy, load_app, measure_slos, status
+from app_observe import eventually, log_lines, prom, traces
+
+pytestmark = pytest.mark.cluster
+
+# per app: the service that receives the workload, and a query counting rows the workload writes
+APPS = {
+    "hotel-reservation": {"entry": "frontend", "db_pod": "hotel-db-0", "db": "hotel", "user": "hotel",
+                          "rows": "SELECT count(*) FROM reservations"},
+    "online-shop": {"entry": "web", "db_pod": "shop-db-0", "db": "shop", "user": "shop",
+                    "rows": "SELECT count(*) FROM orders WHERE status = 'fulfilled'"},
+}
+
+
+@pytest.fixture(scope="module", params=list(APPS))
+def app(request, cluster, observability):
+    """The app deployed from scratch (release, namespace and stored data removed first)."""
+    name = request.param
+    delete(cluster, name, purge_data=True)
+    started = time.monotonic()
+    result = deploy(cluster, name, timeout=900)
+    return {"name": name, "spec": load_app(name), "result": result, "seconds": time.monotonic() - started,
+            **APPS[name]}
+
+
+def _rows(cluster, app) -> int:
+    out = cluster.kube.kubectl("-n", app["spec"].namespace, "exec", app["db_pod"], "-c", "postgres", "--",
+                               "psql", "-h", "/tmp", "-U", app["user"], "-d", app["db"], "-tAc", app["rows"])
+    return int(out.stdout.strip())
+
+
+def test_deploys_from_scratch_to_every_pod_ready(cluster, app):
+    assert not app["result"].reused
+    current = status(cluster, app["name"])
+    assert current.ready, current.problems
+    assert {w.name for w in current.workloads} == set(app["spec"].components)
+    assert all(p.ready for p in current.pods)
+
+
+def test_a_second_deploy_reuses_the_healthy_release(cluster, app):
+    again = deploy(cluster, app["name"])
+    assert again.reused and again.chart_hash == app["result"].chart_hash
+    assert again.seconds < 30
+
+
+def test_requests_flow_from_the_entry_service_to_the_database(cluster, app):
+    before = _rows(cluster, app)
+    eventually(lambda: _rows(cluster, app) > before, timeout=120, what=f"new rows from `{app['rows']}`")
+
+
+def test_prometheus_has_the_app_and_load_generator_series(observability, app):
+    ns = app["spec"].namespace
+    served = eventually(lambda: prom(observability, f'count(count by (service) '
+                                                    f'(http_server_requests_total{{namespace="{ns}"}}))'),
+                        timeout=180, what="app request series in Prometheus")
+    assert served >= 3
+    sent = eventually(lambda: prom(observability, f'sum(loadgen_requests_total{{namespace="{ns}"}})'),
+                      timeout=120, what="load generator series in Prometheus")
+    assert sent > 0
+    assert prom(observability, f'count(db_pool_max_connections{{namespace="{ns}"}})') >= 1
+
+
+def test_slos_are_met_under_the_default_load(observability, app):
+    ns = app["spec"].namespace
+
+    def all_met():
+        measured = measure_slos(observability["prometheus"], app["spec"], ns, 60)
+        return measured if all(m["met"] for m in measured.values()) else None
+
+    measured = eventually(all_met, timeout=300, every=15, what="every SLO met over 60s")
+    assert set(measured) == {s.name for s in app["spec"].slos}
+
+
+def _services(trace: dict) -> set[str]:
+    return {p["serviceName"] for p in trace["processes"].values()}
+
+
+def _wide_trace(observability, app) -> dict | None:
+    found = traces(observability, app["entry"])
+    wide = [t for t in found if len(_services(t)) >= 3]
+    return wide[0] if wide else None
+
+
+def test_a_trace_spans_at_least_three_services(observability, app):
+    trace = eventually(lambda: _wide_trace(observability, app), timeout=180, what="a trace across 3 services")
+    assert len(_services(trace)) >= 3
+
+
+def test_the_log_query_follows_one_request_id_across_services(observability, app):
+    trace = eventually(lambda: _wide_trace(observability, app), timeout=180, what="a trace across 3 services")
+    request_id = next(t["value"] for s in trace["spans"] for t in s["tags"] if t["key"] == "request.id")
+    lines = eventually(lambda: log_lines(observability, app["spec"].namespace, request_id), timeout=120,
+                       what=f"log lines with request id {request_id}")
+    containers = {line["container"] for line in lines}
+    assert len(containers) >= 3, containers

@@ -177,7 +177,7 @@ def kube_proxy_config(paths: LocalPaths, net: LocalNetwork, ports: LocalPorts, n
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-COREFILE = """.:53 {
+COREFILE = """CLUSTER_DOMAIN:53 in-addr.arpa:53 ip6.arpa:53 {
     errors
     health :8080
     ready :8181
@@ -186,15 +186,22 @@ COREFILE = """.:53 {
         fallthrough in-addr.arpa ip6.arpa
         ttl 30
     }
-    # No upstream resolvers: nothing leaves this host. Names outside the cluster are NXDOMAIN.
-    template ANY ANY {
-        rcode NXDOMAIN
-    }
     prometheus :9153
     cache 30
     loop
     reload
     loadbalance
+}
+# No upstream resolvers: nothing leaves this host. Names outside the cluster are NXDOMAIN.
+# (A separate server block, because CoreDNS orders plugins itself: a template in the block
+# above would answer before the kubernetes plugin.)
+.:53 {
+    errors
+    prometheus :9153
+    cache 300
+    template ANY ANY {
+        rcode NXDOMAIN
+    }
 }
 """
 
@@ -256,7 +263,15 @@ def storage_manifests() -> str:
     return yaml.safe_dump(doc, sort_keys=False)
 
 
-def write_text(path: Path, text: str, mode: int = 0o644) -> None:
+def write_text(path: Path, text: str, mode: int = 0o644) -> bool:
+    """Write ``text`` only if it differs (kube-proxy exits when its config file is touched);
+    return whether the file changed."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if path.read_text() == text:
+            return False
+    except OSError:
+        pass
     path.write_text(text)
     path.chmod(mode)
+    return True

@@ -250,12 +250,19 @@ class LocalCluster:
                            context=f"sregym-{self.name}" if name == "admin" else None)
 
     def _write_configs(self) -> None:
+        """Write config files; a running component whose config changed is restarted by ``up``."""
         p = self.paths
-        write_text(p.root / "containerd.toml", containerd_toml(p, self.net))
+        changed = {
+            "containerd": write_text(p.root / "containerd.toml", containerd_toml(p, self.net)),
+            "kubelet": write_text(p.root / "kubelet.yaml", kubelet_config(p, self.net, self.ports)),
+            "kube-proxy": write_text(p.root / "kube-proxy.yaml",
+                                     kube_proxy_config(p, self.net, self.ports, self.node)),
+        }
         write_text(p.root / "cni" / "net.d" / "10-sregym.conflist", cni_conflist(p, self.net))
-        write_text(p.root / "kubelet.yaml", kubelet_config(p, self.net, self.ports))
-        write_text(p.root / "kube-proxy.yaml", kube_proxy_config(p, self.net, self.ports, self.node))
         write_text(p.root / "resolv.conf", f"# pods use cluster DNS ({self.net.dns_ip}); no host resolvers\n")
+        for name, was_changed in changed.items():
+            if was_changed and processes.running_pid(self.paths, name):
+                processes.stop(self.paths, name)
 
     def _containerd_argv(self) -> list[str]:
         return [shutil.which("containerd") or "containerd", "--config", str(self.paths.root / "containerd.toml")]

@@ -1,0 +1,3 @@
+module sregym.local/httpecho
+
+go 1.25

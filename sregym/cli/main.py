@@ -77,7 +77,12 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         _state["debug"] = True
     app = build_app()
     try:
-        rv = app(args=args, prog_name="sregym", standalone_mode=False)
+        try:
+            rv = app(args=args, prog_name="sregym", standalone_mode=False)
+        except BaseExceptionGroup as group:  # one error from inside a task group: report it as itself
+            while isinstance(group, BaseExceptionGroup) and len(group.exceptions) == 1:
+                group = group.exceptions[0]
+            raise group from None
     except typer.Exit as e:
         return e.exit_code
     except typer.TyperException as e:  # usage errors: bad option, missing argument (exit 2)

@@ -13,7 +13,7 @@ import anyio.to_thread
 from sregym.cluster.handle import ClusterHandle
 from sregym.conductor.appdriver import DeployedApp
 from sregym.core.problem import Budgets
-from sregym.core.errors import PrerequisiteError
+from sregym.core.errors import PrerequisiteError, UserInputError
 from sregym.core.record import AgentInfo
 from sregym.core.trajectory import Trajectory
 
@@ -68,7 +68,11 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
                               traces_url=app.traces_url, logs_url=app.logs_url) as plane:
             prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),
                                    traces=bool(app.traces_url), mcp_url=plane.mcp_url)
-            task = plane.task(prompt=check_prompt(prompt, forbidden_words), seed=seed)
+            try:
+                check_prompt(prompt, forbidden_words)
+            except ValueError as e:  # the alert names the problem or a primitive: fix the problem file
+                raise UserInputError(f"{e}; the alert must not give the fault away") from None
+            task = plane.task(prompt=prompt, seed=seed)
             result = await plane.run_agent(runner, task)
             if result.stop_reason != "submitted" or result.error:
                 note(f"agent {agent} stopped: {result.stop_reason}{': ' + result.error if result.error else ''}")

@@ -8,6 +8,7 @@ Every error points at the file, line and field, like a schema error.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -60,6 +61,10 @@ def check_problem(lp: LoadedProblem, *, noise: bool = True) -> None:
     ``noise=False`` skips the noise types (a run with ``--noise off`` does not need them).
     """
     p, src = lp.problem, lp.source
+    for word in (p.id, *(f.injector for f in p.faults)):
+        if re.search(rf"(?<![\w-]){re.escape(word)}(?![\w-])", p.alert, re.IGNORECASE):
+            raise src.error(("alert",), f"the alert names {word!r}, which gives the fault away",
+                            hint="describe the symptom as an on-call SRE would get it")
     for i, fault in enumerate(p.faults):
         cls = _lookup(INJECTORS, fault.injector, src, ("faults", i, "injector"))
         _params(src, ("faults", i, "params"), cls.Params, fault.params, f"injector {fault.injector!r}")

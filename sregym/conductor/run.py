@@ -64,8 +64,16 @@ def noise_exclusions(problem: Problem) -> list[str]:
 
 
 def forbidden_words(problem: Problem) -> list[str]:
-    """Words the agent's prompt must never contain: they would name the problem or the fault."""
-    return sorted({problem.id, *(f.id for f in problem.faults), *(f.injector for f in problem.faults)})
+    """Words the agent's prompt must never contain: they would name the problem or the primitive.
+    (Fault ids are author-chosen labels such as ``greeting``; an alert may use the same word.)"""
+    return sorted({problem.id, *(f.injector for f in problem.faults)})
+
+
+def unwrap(error: BaseException) -> BaseException:
+    """The one error inside (nested) single-member exception groups, so it keeps its exit code."""
+    while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+        error = error.exceptions[0]
+    return error
 
 
 def versions(cluster: ClusterHandle) -> Versions:
@@ -124,7 +132,7 @@ async def with_background(background: Callable[[], Awaitable[Any]], foreground: 
             finally:
                 tg.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        raise group.exceptions[0] from None
+        raise unwrap(group) from None
     return result[0]
 
 
@@ -189,7 +197,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
             record.grades.mitigation = await grade_mitigation(problem, app, cluster, record.baseline, grade_window)
             record.grades = complete_grades(record.grades, record.trajectory, problem.ground_truth, budgets)
     except BaseException as e:  # noqa: BLE001 - recorded, recovered, then re-raised below
-        failure = e
+        failure = e = unwrap(e)
         aborted = isinstance(e, (KeyboardInterrupt, anyio.get_cancelled_exc_class()))
         record.status = "aborted" if aborted else "error"
         record.error = "interrupted" if aborted else str(e)

@@ -169,6 +169,8 @@ EDITS = [
      "unknown noise type 'wobble'"),
     ("alert that names the fault plane", "Users report wrong greetings", "Injected fault in", 3, "alert",
      "must not name the fault plane"),
+    ("alert that names the primitive", "Users report wrong greetings", "unit_cm_key broke greetings", 3, "alert",
+     "the alert names 'unit_cm_key', which gives the fault away"),
 ]
 
 

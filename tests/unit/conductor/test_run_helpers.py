@@ -52,7 +52,7 @@ def test_noise_never_touches_the_root_cause(problem: Problem):
 
 
 def test_the_prompt_must_not_name_the_problem_or_fault(problem: Problem):
-    assert forbidden_words(problem) == ["env_var", "geo_env", "geo_env_missing"]
+    assert forbidden_words(problem) == ["env_var", "geo_env_missing"]
 
 
 def test_a_suite_record_is_indexed(tmp_path, problem: Problem):

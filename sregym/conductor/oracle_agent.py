@@ -59,7 +59,7 @@ class OracleAgent:
         await self._wait_healthy()
         async with connect(task) as client:
             tools = {t.name: t for t in (await client.list_tools()).tools}
-            schema = getattr(tools.get("submit_diagnosis"), "inputSchema", None) or {}
+            schema = getattr(tools.get("submit_diagnosis"), "input_schema", None) or {}
             await client.call_tool("submit_diagnosis", self.diagnosis_arguments(schema))
             await client.call_tool("submit_mitigation", {})
         return AgentResult(stop_reason="submitted")

@@ -9,12 +9,13 @@ from pydantic import Field
 
 from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline
 from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.injectors import Injector, Verification, injector
+from sregym.injectors import Injector, Mechanism, Verification, injector
 from sregym.injectors.node import node_runner
 from sregym.injectors.noise import NoiseParams, candidates, choose, token
 from sregym.injectors.objects import list_objects, poll
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
+HTTP_FROM_NODE = Mechanism("http-from-node", "HTTP GETs to the Service's ClusterIP from a node", ("python3",))
 # Sends HTTP GETs from a few threads until the deadline; one dot per answered request in the log.
 CLIENT = r"""
 import socket, sys, threading, time
@@ -42,6 +43,7 @@ class NoiseLoadSpike(Injector[SpikeParams]):
     """Send extra HTTP requests to one unrelated Service (ClusterIP) for ``duration`` seconds."""
 
     Params = SpikeParams
+    mechanisms = (HTTP_FROM_NODE,)
     node_level = True
 
     def plan(self) -> dict[str, Any]:

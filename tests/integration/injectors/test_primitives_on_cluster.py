@@ -35,6 +35,9 @@ def app(cluster):
     if not any("sregym/base:bookworm" in (n or "") for node in kube.core.list_node().items
                for img in node.status.images or [] for n in img.names or []):
         pytest.skip("the sregym/base:bookworm image is not on the node (run `sregym images build`)")
+    # a previous session's namespace may still be terminating
+    wait_until(lambda: (get_object(kube, "Namespace", NS, None) or {}).get("status", {}).get("phase") != "Terminating",
+               180, 2, f"namespace {NS} from an earlier run to go")
     create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
     for m in manifests(NS, "web") + manifests(NS, "peer"):
@@ -42,6 +45,7 @@ def app(cluster):
     wait_until(lambda: _ready_pods(kube, "web") and _ready_pods(kube, "peer"), 180, 2, "test app ready")
     yield kube
     delete_object(kube, "Namespace", NS, None)
+    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} deleted")
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +90,8 @@ def test_env_var_changed_is_seen_by_the_app_and_restored(ctx, app):
 def test_service_selector_mismatch_leaves_the_service_without_endpoints(ctx, app):
     c = start(ctx, "service_misconfig", {"field": "selector"}, Selector(kind="Service", name="web"))
     c.verify()
-    assert get(service_url(app, "/"), timeout=2)[0] != 200
+    # kube-proxy applies the empty endpoint set within its sync period
+    wait_until(lambda: get(service_url(app, "/"), timeout=2)[0] != 200, 60, 1, "the service to stop answering")
     c.recover()
     healthy(app)
     c.recover()
@@ -152,7 +157,7 @@ def test_cpu_limit_too_low_throttles(ctx, app):
 def test_replicas_zero_takes_the_service_down(ctx, app):
     c = start(ctx, "replicas_zero", {}, WEB)
     c.verify()
-    assert get(service_url(app, "/"), timeout=2)[0] != 200
+    wait_until(lambda: get(service_url(app, "/"), timeout=2)[0] != 200, 60, 1, "the service to stop answering")
     c.recover()
     c.recover()
     healthy(app)
@@ -190,7 +195,7 @@ def test_unschedulable_pods_stay_pending(ctx, app, how):
 def test_tight_quota_or_limit_range_stops_pods_from_coming_back(ctx, app, how):
     c = start(ctx, "resource_quota", {"how": how, "max_memory": "1Mi"}, WEB)
     c.verify()
-    assert get(service_url(app, "/"), timeout=2)[0] != 200
+    wait_until(lambda: get(service_url(app, "/"), timeout=2)[0] != 200, 60, 1, "the service to stop answering")
     c.recover()
     c.recover()
     healthy(app)

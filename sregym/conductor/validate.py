@@ -66,14 +66,18 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
 
     async def step(name: str, fn, expect: bool = True) -> None:  # noqa: ANN001
         start = time.monotonic()
-        with phases.phase(name):
-            try:
-                ok, detail = await fn()
-            except Exception as e:  # noqa: BLE001 - a failed step is reported, not raised
-                ok, detail = False, f"{type(e).__name__}: {e}"
-        result.steps.append(Step(name, ok == expect, detail, round(time.monotonic() - start, 1)))
-        if ok != expect:
-            raise _Failed(name)
+        try:
+            with phases.phase(name):  # shows a red mark when the step does not hold
+                try:
+                    ok, detail = await fn()
+                except Exception as e:  # noqa: BLE001 - a failed step is reported, not raised
+                    ok, detail = False, f"{type(e).__name__}: {e}"
+                result.steps.append(Step(name, ok == expect, detail, round(time.monotonic() - start, 1)))
+                if ok != expect:
+                    raise _Failed(name)
+        except _Failed:
+            phases.note(detail)
+            raise
 
     async def healthy(timeout: float = 0.0):  # noqa: ANN202
         deadline = time.monotonic() + timeout
@@ -88,7 +92,11 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
 
     async def mitigation():  # noqa: ANN202
         grade = await grade_mitigation(problem, app, cluster, baseline, grade_window)
-        return grade.passed, "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)
+        detail = "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)
+        broken = [c for c in grade.checks if c.message.startswith("oracle error")]
+        if broken:  # an oracle that crashed proves nothing, whichever way the step expects
+            raise RuntimeError(detail)
+        return grade.passed, detail
 
     async def inject():  # noqa: ANN202
         await player.play_until(math.inf)

@@ -20,7 +20,9 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from sregym.apps import release
 from sregym.cluster.handle import ClusterHandle
@@ -116,8 +118,12 @@ def _workloads_ready(cluster: ClusterHandle) -> list[str]:
     """What is not ready yet, one line each (empty: every Deployment and DaemonSet is)."""
     kube, ns = cluster.kube, OBSERVABILITY_NAMESPACE
     problems = []
-    deployments = kube.apps.list_namespaced_deployment(ns).items
-    daemonsets = kube.apps.list_namespaced_daemon_set(ns).items
+    try:
+        deployments = kube.apps.list_namespaced_deployment(ns).items
+        daemonsets = kube.apps.list_namespaced_daemon_set(ns).items
+    except (ApiException, urllib3.exceptions.HTTPError) as e:
+        # a restarting API server is one more reason to wait, not a traceback
+        return [f"cannot list the workloads of namespace {ns}: {str(e).splitlines()[0][:200]}"]
     if not deployments and not daemonsets:
         return [f"nothing is deployed in namespace {ns}"]
     for d in deployments:

@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import urllib3
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, Field
 
@@ -118,7 +119,14 @@ def wait_ready(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None
     deadline = time.monotonic() + timeout
     stuck_since: dict[str, float] = {}
     while True:
-        current = status(cluster, spec, namespace)
+        try:
+            current = status(cluster, spec, namespace)
+        except (urllib3.exceptions.HTTPError, ApiException) as e:
+            # the API server restarting for a moment is not the app's failure: ask again until the deadline
+            if time.monotonic() > deadline:
+                raise ClusterError(f"the Kubernetes API did not answer while waiting for {spec.name}: {e}") from None
+            time.sleep(poll)
+            continue
         if current.ready:
             return current
         now = time.monotonic()

@@ -80,7 +80,9 @@ def installed(cluster: ClusterHandle, release: str, namespace: str) -> tuple[str
     """(helm status of the release, chart hash it was installed with); (None, None) when absent."""
     proc = helm(cluster, "status", release, "-n", namespace, "-o", "json", timeout=60)
     if proc.returncode != 0:
-        return None, None
+        if "not found" in proc.stderr:
+            return None, None
+        raise ClusterError(f"helm cannot read release {release} in {namespace}: {proc.stderr.strip()[-500:]}")
     state = json.loads(proc.stdout).get("info", {}).get("status")
     vals = helm(cluster, "get", "values", release, "-n", namespace, "-o", "json", timeout=60)
     current = (json.loads(vals.stdout or "{}") or {}) if vals.returncode == 0 else {}

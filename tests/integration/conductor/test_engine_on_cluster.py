@@ -129,3 +129,20 @@ def test_validate_proves_the_problem(cluster, state):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "valid" in proc.stdout and "INVALID" not in proc.stdout
     assert greeting(cluster) == "hello"
+
+
+def test_seeded_noise_runs_before_the_page_and_is_recovered(cluster, tmp_path, state):
+    out = tmp_path / "runs"
+    args = run_args(cluster, out)
+    args[args.index(PROBLEM)] = f"{PROBLEM}_noisy"
+    args[args.index("off")] = "on"
+    proc = subprocess.run(args, env=state, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
+    # The fault starts at 8 s; the first noise window (0-8 s) always has two events before it.
+    early = [e for e in record.timeline if e.kind == "noise" and e.action == "start" and e.at < 8]
+    assert len(early) == 2
+    assert all(e.ok and e.mechanism for e in early), [e.error for e in early]
+    assert record.status == "completed" and record.noise is True
+    assert greeting(cluster) == "hello"
+    assert open_journals(state) == []

@@ -32,3 +32,8 @@ def cluster() -> ClusterHandle:
         handle = local.handle() if local.is_up() else local.up()
     remember(handle)
     return handle
+
+
+def pytest_collection_modifyitems(config, items):
+    """Lifecycle tests stop and restart the shared cluster: run them before everything else."""
+    items.sort(key=lambda item: 0 if item.get_closest_marker("lifecycle") else 1)

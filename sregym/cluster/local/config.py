@@ -79,6 +79,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
   # The VM lacks CAP_SYS_RESOURCE: a negative oom_score_adj (sandboxes ask for -998) makes runc fail.
   restrict_oom_score_adj = true
   stream_server_address = "127.0.0.1"
+  # Pod network namespaces under our state directory, not /run/netns: ownership is unambiguous
+  # (podman and others also name theirs cni-*) and `down` finds them with the other mounts.
+  netns_mounts_under_state_dir = true
   [{cri}.containerd]
     snapshotter = "overlayfs"
     default_runtime_name = "runc"

@@ -17,7 +17,11 @@ from sregym.cluster.local.config import LocalNetwork
 from sregym.cluster.local.paths import LocalPaths
 
 EGRESS_CHAIN = "SREGYM-EGRESS"
-CHAIN_PREFIXES = ("KUBE-", "CNI-", "SREGYM-")
+# Chains only Kubernetes components and sregym create on this host.
+CHAIN_PREFIXES = ("KUBE-", "SREGYM-")
+# portmap's chains: the top-level ones are shared with any other CNI user (podman...), the
+# per-container CNI-DN-* ones are tagged with the network name in their jump's comment.
+PORTMAP_PREFIXES = ("CNI-HOSTPORT-", "CNI-DN-")
 SYSCTLS = ("net/ipv4/ip_forward", "net/bridge/bridge-nf-call-iptables")
 
 
@@ -126,16 +130,13 @@ def teardown(paths: LocalPaths, net: LocalNetwork) -> list[str]:
         if run("umount", point, check=False).returncode != 0:
             run("umount", "-l", point, check=False)
         done.append(f"mount {point}")
+    for ns_file in paths.containerd_state.glob("io.containerd.grpc.v1.cri/netns/*"):
+        ns_file.unlink(missing_ok=True)  # the (now unmounted) mount points of pod netns
 
     if run("iptables", "-C", "FORWARD", "-s", net.pod_cidr, "-j", EGRESS_CHAIN, check=False).returncode == 0:
         run("iptables", "-D", "FORWARD", "-s", net.pod_cidr, "-j", EGRESS_CHAIN, check=False)
     before = {tuple(c) for c in state.get("chains_before", [])}
-    leftover = [c for c in iptables_chains() - before if c[1].startswith(CHAIN_PREFIXES)]
-    for table, chain in leftover:  # first drop every reference, then the chains themselves
-        _drop_jumps_to(table, chain)
-    for table, chain in leftover:
-        run("iptables", "-t", table, "-F", chain, check=False)
-    for table, chain in leftover:
+    for table, chain in our_chains(paths, before):
         if run("iptables", "-t", table, "-X", chain, check=False).returncode == 0:
             done.append(f"iptables {table}/{chain}")
 
@@ -152,9 +153,40 @@ def teardown(paths: LocalPaths, net: LocalNetwork) -> list[str]:
             Path("/proc/sys", key).write_text(value)
         except OSError:
             pass
+    done += remove_cni_cache(paths)
     done += remove_cgroups()
     _state_file(paths).unlink(missing_ok=True)
     return done
+
+
+def our_chains(paths: LocalPaths, before: set[tuple[str, str]]) -> list[tuple[str, str]]:
+    """Flush (and drop every jump to) the chains this cluster created; return them for deletion.
+
+    Never touches a chain that existed before ``up`` or that another tool owns."""
+    network = f'"sregym-{paths.name}"'
+    new = iptables_chains() - before
+    ours = [c for c in new if c[1].startswith(CHAIN_PREFIXES)]
+    nat = run("iptables-save", "-t", "nat", check=False).stdout.splitlines()
+    for table, chain in new:
+        if chain.startswith("CNI-DN-"):
+            jumps = [r for r in nat if re.search(rf"-j {re.escape(chain)}(\s|$)", r)]
+            if not jumps or any(network in r for r in jumps):
+                ours.append((table, chain))
+    for table, chain in ours:
+        _drop_jumps_to(table, chain)
+    for table, chain in ours:
+        run("iptables", "-t", table, "-F", chain, check=False)
+    # Shared portmap chains: ours only if we created them and nothing else uses them now.
+    for table, chain in sorted(new):
+        if chain.startswith("CNI-HOSTPORT-") and not _rules_in(table, chain):
+            _drop_jumps_to(table, chain)
+            ours.append((table, chain))
+    return ours
+
+
+def _rules_in(table: str, chain: str) -> list[str]:
+    out = run("iptables-save", "-t", table, check=False).stdout.splitlines()
+    return [r for r in out if r.startswith(f"-A {chain} ")]
 
 
 def _drop_jumps_to(table: str, chain: str) -> None:
@@ -162,6 +194,21 @@ def _drop_jumps_to(table: str, chain: str) -> None:
     for rule in rules:
         if rule.startswith("-A ") and re.search(rf"-j {re.escape(chain)}(\s|$)", rule):
             run("iptables", "-t", table, *shlex.split(rule.replace("-A ", "-D ", 1)), check=False)
+
+
+def remove_cni_cache(paths: LocalPaths, cache: Path = Path("/var/lib/cni/results")) -> list[str]:
+    """Drop libcni's cached results for our network's sandboxes (and their loopback entries)."""
+    prefix = f"sregym-{paths.name}-"
+    ids = set()
+    removed = []
+    for f in cache.glob(f"{prefix}*"):
+        ids.add(f.name[len(prefix):].rsplit("-", 1)[0])
+        f.unlink(missing_ok=True)
+        removed.append(f"cni cache {f.name}")
+    for sandbox in ids:
+        for f in cache.glob(f"cni-loopback-{sandbox}-*"):
+            f.unlink(missing_ok=True)
+    return removed
 
 
 def remove_cgroups() -> list[str]:

@@ -72,9 +72,11 @@ class LocalCluster:
     def up(self, progress: Progress = lambda s: None, *, timeout: float = 300) -> ClusterHandle:
         started = time.monotonic()
         self._preflight()
+        dead = self._forget_dead()
+        if dead:
+            progress(f"restarting components that were not running: {', '.join(dead)}")
         progress("binaries: building or reusing Kubernetes, etcd, helm and CoreDNS")
         binaries.build_all(log=progress)
-        self._check_data_dir()
         self._write_metadata()
         progress("certificates and kubeconfigs")
         self._write_pki_and_kubeconfigs()
@@ -173,7 +175,8 @@ class LocalCluster:
         if missing:
             raise PrerequisiteError("missing prerequisites: " + ", ".join(missing),
                                     hint="apt-get install containerd runc containernetworking-plugins iptables "
-                                         "iproute2 gcc libc6-dev (or run .ci/run, which installs them)")
+                                         "iproute2 gcc libc6-dev (or run scripts/install.sh, which installs them)")
+        self._check_data_dir()
         for component, port in self._ports_for_check().items():
             if processes.running_pid(self.paths, component):
                 continue
@@ -188,6 +191,15 @@ class LocalCluster:
         return {"etcd": p.etcd_client, "kube-apiserver": p.apiserver, "kubelet": p.kubelet,
                 "kube-controller-manager": p.controller_manager, "kube-scheduler": p.scheduler,
                 "kube-proxy": p.proxy_healthz}
+
+    def _forget_dead(self) -> list[str]:
+        """Drop pidfiles of daemons that are gone (killed, crashed, host rebooted)."""
+        dead = []
+        for name in COMPONENTS:
+            if self.paths.pidfile(name).exists() and not processes.running_pid(self.paths, name):
+                self.paths.pidfile(name).unlink()
+                dead.append(name)
+        return dead
 
     def _check_data_dir(self) -> None:
         meta = self.paths.root / "cluster.json"

@@ -11,6 +11,7 @@ reuses them and a cold one builds them once.
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -185,8 +186,20 @@ def _build_locked(component: GoComponent, log) -> Path:
             go("build", "-trimpath", "-ldflags", " ".join(("-s", "-w", *component.ldflags)), "-o", str(tmp_out / binary), pkg)
     shutil.rmtree(out, ignore_errors=True)
     tmp_out.rename(out)
-    log(f"built {component.name} {component.version} in {time.monotonic() - started:.0f}s")
+    seconds = time.monotonic() - started
+    # Kept beside the binaries so benchmarks/cluster_up.py can report the cold build time.
+    out.with_name(out.name + ".build.json").write_text(
+        json.dumps({"component": component.name, "version": component.version, "seconds": round(seconds, 1),
+                    "cpus": os.cpu_count()}))
+    log(f"built {component.name} {component.version} in {seconds:.0f}s")
     return out
+
+
+def recorded_build_seconds(component: GoComponent) -> float | None:
+    try:
+        return json.loads(component.directory.with_name(component.directory.name + ".build.json").read_text())["seconds"]
+    except (OSError, ValueError, KeyError):
+        return None
 
 
 def build_all(components=COMPONENTS, log=print) -> None:

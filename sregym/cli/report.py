@@ -88,6 +88,7 @@ def suite_run(
     parallel: Annotated[int, typer.Option(min=1, help="cells side by side when their faults do not conflict")] = 1,
     max_consecutive_errors: Annotated[int, typer.Option(min=1, help="stop after this many failed runs in a row")] = 3,
     budget_seconds: Annotated[Optional[float], typer.Option(min=1, help="agent wall time per run")] = None,
+    baseline_window: Annotated[float, typer.Option(help="seconds of SLO baseline before injection")] = 30.0,
     grade_window: GradeWindowOpt = 60.0,
     verify_timeout: VerifyTimeoutOpt = 90.0,
     charts_dir: ChartsDirOpt = [],  # noqa: B006
@@ -118,7 +119,7 @@ def suite_run(
         out_dir=out, cluster=cluster, parallel=parallel, retry_errors=retry_errors,
         max_consecutive_errors=max_consecutive_errors, leases=NodeLeases(cluster.kube),
         run_kwargs={"driver": app_driver(charts_dir), "grade_window": grade_window, "verify_timeout": verify_timeout,
-                    "budget_seconds": budget_seconds, "plugin_dirs": plugins})
+                    "baseline_window": baseline_window, "budget_seconds": budget_seconds, "plugin_dirs": plugins})
     summary = runner.run(resume=resume)
     done = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing to run"
     Console(stderr=True).print(f"suite {suite} / {agent}: {done}; {summary.skipped} already finished; "

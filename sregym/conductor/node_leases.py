@@ -18,6 +18,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
+from sregym.core.errors import ClusterError
 
 DEFAULT_DURATION_S = 120
 
@@ -50,6 +51,26 @@ def lease_is_free(spec: dict[str, Any] | None, holder: str, now: datetime) -> bo
     return renewed is None or renewed + timedelta(seconds=duration) < now
 
 
+def _api_errors(method):
+    """An unreachable API server or an unexpected answer becomes one ClusterError naming the lease."""
+    import functools
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        from kubernetes.client.exceptions import ApiException
+        from urllib3.exceptions import HTTPError
+
+        try:
+            return method(self, *args, **kwargs)
+        except (ApiException, HTTPError, OSError) as e:
+            what = f" for node {args[0]}" if args and isinstance(args[0], str) else ""
+            reason = getattr(e, "reason", None) or e
+            raise ClusterError(f"node lease{what} in namespace {self.namespace}: {method.__name__} failed: {reason}",
+                               hint="is the cluster reachable (`kubectl get nodes`)? then rerun with --resume") from None
+
+    return wrapper
+
+
 def _micro(t: datetime) -> str:
     return t.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -72,9 +93,11 @@ class NodeLeases:
         if self.namespace == HIDDEN_NAMESPACE:
             ensure_hidden_namespace(self.kube)
 
+    @_api_errors
     def nodes(self) -> list[str]:
         return sorted(n.metadata.name for n in self.kube.core.list_node().items)
 
+    @_api_errors
     def holder_of(self, node: str) -> str | None:
         """Who holds ``node``'s lease now (None: free or expired)."""
         from kubernetes.client.exceptions import ApiException
@@ -88,6 +111,7 @@ class NodeLeases:
         spec = self.api.api_client.sanitize_for_serialization(lease.spec) or {}
         return None if lease_is_free(spec, "", datetime.now(timezone.utc)) else spec.get("holderIdentity")
 
+    @_api_errors
     def acquire(self, node: str, holder: str) -> bool:
         """Take ``node``'s lease for ``holder``; False when someone else holds it (or won a race)."""
         from kubernetes.client.exceptions import ApiException
@@ -128,6 +152,7 @@ class NodeLeases:
                 return False
             raise
 
+    @_api_errors
     def release(self, node: str, holder: str) -> None:
         """Give ``node``'s lease back if ``holder`` still holds it (idempotent)."""
         from kubernetes import client
@@ -179,4 +204,7 @@ class HeldLeases:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         for node in self.nodes:
-            self.leases.release(node, self.holder)
+            try:
+                self.leases.release(node, self.holder)
+            except ClusterError:  # unreachable now: the lease expires by itself when no one renews it
+                pass

@@ -147,7 +147,7 @@ def claims(problem: Problem, namespace: str, is_node_level: Callable[[str], bool
     grading window, so it claims ``node:*`` too.
     """
     held = {f"ns:{namespace}"}
-    if noise and any(is_node_level(f"{NOISE_PREFIX}{t}") for t in problem.noise.types):
+    if noise and problem.noise.per_window and any(is_node_level(f"{NOISE_PREFIX}{t}") for t in problem.noise.types):
         held.add(ANY_NODE)
     for fault in problem.faults:
         t = fault.target

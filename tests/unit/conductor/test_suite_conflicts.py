@@ -99,6 +99,8 @@ def test_node_level_noise_claims_any_node_only_when_noise_is_on():
     assert ANY_NODE not in claims(p, "hotel", level, noise=False)
     p.noise.types = ["pod_restart"]
     assert ANY_NODE not in claims(p, "hotel", level, noise=True)
+    p.noise.types, p.noise.per_window = ["cpu_burst"], 0  # noise switched off in the problem
+    assert ANY_NODE not in claims(p, "hotel", level, noise=True)
 
 
 def test_the_eta_is_the_mean_cell_time_times_the_cells_left():

@@ -6,7 +6,8 @@ What runs, in namespace ``observability``:
   trace-store  OTLP/HTTP in (``jaeger-collector:4318``), Jaeger's query API out (``jaeger-query:16686``)
   log-query    one per node over /var/log/pods, ``GET /query?namespace=&pod=&container=&since=&until=&text=``
 Each is a NodePort Service, so the host (conductor, oracles, the agent's tool server) reaches it at
-``http://<node address>:<nodePort>``; on the local cluster the node is this host (127.0.0.1).
+``http://<node address>:<nodePort>``; on the local cluster the node is this host and its address
+is the cluster bridge's (e.g. 10.244.0.1).
 Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (e.g. a port-forward
 to an existing cluster).
 """
@@ -67,8 +68,10 @@ def install_values() -> dict[str, Any]:
 
 
 def node_address(cluster: ClusterHandle) -> str:
-    """Where NodePorts answer from this host: loopback for clusters on this host, else a node's InternalIP."""
-    if cluster.provider in ("local", "kind"):
+    """Where NodePorts answer from this host: loopback for kind (its config maps the ports), else a
+    node's InternalIP. On the local cluster that is the address of its own bridge on this host:
+    kube-proxy does not serve NodePorts on 127.0.0.1 there (route_localnet stays off)."""
+    if cluster.provider == "kind":
         return "127.0.0.1"
     for node in cluster.kube.core.list_node().items:
         for address in node.status.addresses or []:

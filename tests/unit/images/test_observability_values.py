@@ -7,7 +7,7 @@ from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.images import image_tag
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
 
-LOCAL = ClusterHandle("default", "local", Path("/nonexistent/kubeconfig"))
+KIND = ClusterHandle("sregym", "kind", Path("/nonexistent/kubeconfig"))
 
 
 def test_install_pins_each_image_to_its_input_hash_and_hides_the_fault_plane():
@@ -19,10 +19,10 @@ def test_install_pins_each_image_to_its_input_hash_and_hides_the_fault_plane():
     assert observability.install_values() == values  # stable: a healthy release is reused
 
 
-def test_local_endpoints_are_loopback_node_ports(monkeypatch):
+def test_kind_endpoints_are_loopback_node_ports(monkeypatch):
     for env in ("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL", "SREGYM_LOGS_URL"):
         monkeypatch.delenv(env, raising=False)
-    urls = observability.endpoints(LOCAL)
+    urls = observability.endpoints(KIND)
     ports = observability.node_ports()
     assert urls["prometheus"] == f"http://127.0.0.1:{ports['prometheus']}"
     assert urls["traces"] == f"http://127.0.0.1:{ports['traces']}"

@@ -37,6 +37,14 @@ _TOP_MOUNT = ("import sys\nlast=['-','-','-']\nfor l in open(f'/proc/{sys.argv[1
               "print(*last)\n")
 
 
+# Lazily unmounts a path inside a process's mount namespace. Done with setns + umount2 from the
+# node's python because the container's image need not have an umount binary.
+_UNMOUNT = ("import ctypes,os,sys\nlibc=ctypes.CDLL(None,use_errno=True)\n"
+            "ns=os.open(f'/proc/{sys.argv[1]}/ns/mnt',os.O_RDONLY)\n"
+            "assert libc.setns(ns,0x00020000)==0,os.strerror(ctypes.get_errno())\n"
+            "assert libc.umount2(sys.argv[2].encode(),2)==0,os.strerror(ctypes.get_errno())\n")
+
+
 class LatentSectorErrorParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     paths: list[str] = Field(..., min_length=1, description="absolute paths of files inside the target container")
@@ -161,7 +169,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 if not self._mounted(runner, state, f):
                     break
                 mounted = True
-                runner.run(["nsenter", "-t", str(state["pid"]), "-m", "--", "umount", "-l", f["path"]], check=False)
+                runner.run(["python3", "-c", _UNMOUNT, str(state["pid"]), f["path"]], check=False)
             if state["mechanism"] == DM_DUST.name:
                 image, mnt, copy = self._dust_paths(f)
                 if mounted:  # what the app wrote meanwhile went to the copy: put it back

@@ -35,9 +35,9 @@ def app(cluster):
     if not any("sregym/base:bookworm" in (n or "") for node in kube.core.list_node().items
                for img in node.status.images or [] for n in img.names or []):
         pytest.skip("the sregym/base:bookworm image is not on the node (run `sregym images build`)")
-    # a previous session's namespace may still be terminating
-    wait_until(lambda: (get_object(kube, "Namespace", NS, None) or {}).get("status", {}).get("phase") != "Terminating",
-               180, 2, f"namespace {NS} from an earlier run to go")
+    # start clean: a previous session may have been cut off mid-fault
+    delete_object(kube, "Namespace", NS, None)
+    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} from an earlier run to go")
     create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
     for m in manifests(NS, "web") + manifests(NS, "peer"):

@@ -42,13 +42,22 @@ def pod_names(pods: list[dict]) -> dict[str, str]:
 
 
 def bad_containers(pods: list[dict]) -> list[str]:
-    """``pod/container: Reason`` for containers waiting in a crash loop or failing to start."""
+    """``pod/container: Reason`` for containers in a crash loop or failing to start.
+
+    A kubelet may show a crash-looping container as ``waiting: CrashLoopBackOff`` or, during the
+    back-off, as still ``terminated`` with restarts behind it: both count."""
     out = []
     for p in pods:
         for cs in p.get("status", {}).get("containerStatuses", []) or []:
-            reason = (cs.get("state", {}).get("waiting") or {}).get("reason")
+            state = cs.get("state", {})
+            reason = (state.get("waiting") or {}).get("reason")
             if reason in _BAD_WAITING:
                 out.append(f"{p['metadata']['name']}/{cs['name']}: {reason}")
+            elif "terminated" in state and cs.get("restartCount", 0) > 0 \
+                    and p.get("spec", {}).get("restartPolicy", "Always") != "Never":
+                code = state["terminated"].get("exitCode")
+                out.append(f"{p['metadata']['name']}/{cs['name']}: CrashLoop (exit {code}, "
+                           f"{cs['restartCount']} restarts)")
     return out
 
 

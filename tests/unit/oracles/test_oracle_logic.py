@@ -153,6 +153,9 @@ def test_restart_counts_and_crash_loops_from_pod_status():
         {"name": "geo", "restartCount": 3, "state": {"waiting": {"reason": "CrashLoopBackOff"}}}]}}]
     assert restart_counts(pods) == {"u1/geo": 3}
     assert bad_containers(pods) == ["geo-1/geo: CrashLoopBackOff"]
+    backoff = [{"metadata": {"uid": "u2", "name": "geo-2"}, "spec": {}, "status": {"containerStatuses": [
+        {"name": "geo", "restartCount": 2, "state": {"terminated": {"exitCode": 3}}}]}}]
+    assert bad_containers(backoff) == ["geo-2/geo: CrashLoop (exit 3, 2 restarts)"]
 
 
 def test_storage_output_parsing():

@@ -5,6 +5,7 @@ namespace that shouts the words the agent must never see, and the agent's RBAC-l
 from __future__ import annotations
 
 import json
+import os
 import time
 import urllib.request
 import uuid
@@ -18,7 +19,8 @@ from kubernetes.client.exceptions import ApiException
 from sregym.apps import observability
 from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
 from sregym.cluster.images import build_images, image_ref
-from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
+from sregym.cluster.local.paths import LocalPaths
+from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 
 # Words the fault plane's objects carry and the agent must never find (plus each app's problem id).
 SECRET_WORDS = ("chaos", "fault", "inject", "injector", "injection")
@@ -82,14 +84,39 @@ def send_trace(otlp_url: str, service: str) -> None:
         assert response.status == 200
 
 
+def local_socket(cluster) -> Path | None:
+    """The local cluster's containerd socket, also when the tests reach it as an `existing` cluster."""
+    if cluster.provider == "local" and cluster.data_dir:
+        return cluster.data_dir / "containerd" / "containerd.sock"
+    default = LocalPaths().containerd_socket
+    return default if cluster.provider == "existing" and default.exists() else None
+
+
 @pytest.fixture(scope="module")
 def stack(cluster):
-    """The observability stack (built and deployed once; reused when already healthy)."""
-    if cluster.provider == "local":
-        socket = cluster.data_dir / "containerd" / "containerd.sock" if cluster.data_dir else None
-        build_images(["base", *observability.IMAGES.values()], provider="local", cluster=cluster.name, socket=socket)
-    observability.deploy_observability(cluster, timeout=300)
-    return observability.endpoints(cluster)
+    """The observability stack (built and deployed once; reused when already healthy).
+
+    On the local node the URLs are the Services' ClusterIPs, which the host reaches through
+    kube-proxy (NodePorts on 127.0.0.1 need route_localnet, which the local cluster does not set)."""
+    socket = local_socket(cluster)
+    if socket is None:
+        observability.deploy_observability(cluster, timeout=300)
+        return observability.endpoints(cluster)
+    build_images(["base", *observability.IMAGES.values()], provider="local", cluster="default", socket=socket)
+    observability.deploy_observability(cluster, wait=False)
+    core = cluster.kube.core
+    urls = {}
+    for key, env, service in (("prometheus", "SREGYM_PROMETHEUS_URL", "prometheus"),
+                              ("traces", "SREGYM_TRACES_URL", "jaeger-query"), ("logs", "SREGYM_LOGS_URL", "log-query"),
+                              ("otlp", None, "jaeger-collector")):
+        svc = core.read_namespaced_service(service, OBSERVABILITY_NAMESPACE)
+        urls[key] = f"http://{svc.spec.cluster_ip}:{svc.spec.ports[0].port}"
+        if env:
+            os.environ.setdefault(env, urls[key])
+    observability.wait_ready(cluster, timeout=300)
+    found = observability.endpoints(cluster)
+    found["otlp_host_url"] = urls["otlp"] + "/v1/traces"
+    return found
 
 
 def _pod(name: str, command: list[str], labels: dict[str, str], annotations: dict[str, str] | None = None) -> client.V1Pod:

@@ -92,7 +92,11 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
         assert result.is_error, f"{name} {args} was not refused: {result.content[0].text[:300]}"
         assert app.problem_id not in result.content[0].text
 
-    # 3. Everything the agent can read is free of the fault plane's names.
+    # 3. Everything the agent can read is free of the fault plane's names (and the reads did work).
+    failed = [(name, args, r.content[0].text[:200]) for name, args, r in harvested if r.is_error]
+    assert all(name == "query_traces" for name, _, _ in failed), failed
+    app_logs = next(r for name, args, r in harvested if name == "query_logs" and "limit" in args)
+    assert app_logs.structured_content["lines"], "the app's own logs must be readable"
     for name, args, result in harvested:
         body = json.dumps(result.structured_content) if result.structured_content else result.content[0].text
         assert not leaks(body, words), f"{name} {args} shows {leaks(body, words)}"

@@ -149,3 +149,33 @@ def test_revoked_access_stops_working(cluster, app, tmp_path) -> None:
     assert eventually(refused, 30, 1), "the token still works after revoke"
     with pytest.raises(ApiException):
         cluster.kube.core.read_namespaced_service_account("sre-temp", namespace)
+
+
+def test_react_agent_changes_the_cluster_through_the_tools(cluster, agent_kubeconfig, app) -> None:
+    from sregym.agentplane.agents.react import ReactAgent
+    from sregym.core.llm import ChatClient
+    from sregym.core.llm_playback import PlaybackServer, raw_tool_call, tool_call
+
+    namespace = app.namespace
+    script = [
+        tool_call("kubectl", {"command": ["get", "deployments", "-n", namespace]}),
+        raw_tool_call("kubectl", '{"command": "scale'),
+        tool_call("kubectl", {"command": f"scale deployment/web --replicas=3 -n {namespace}"}),
+        tool_call("submit_diagnosis", {"text": "web had too few replicas for the load"}),
+        tool_call("submit_mitigation", {}),
+    ]
+
+    async def go():
+        async with AgentPlane(agent_kubeconfig, namespace, AgentBudgets(steps=10, seconds=300)) as plane:
+            task = plane.task(prompt="web is slow", seed=3)
+            result = await plane.run_agent(ReactAgent(client=ChatClient(llm.base_url, "scripted")), task)
+            await anyio.sleep(0.3)
+            return result, plane.trajectory(result)
+
+    with PlaybackServer(script) as llm:
+        result, trajectory = anyio.run(go)
+        listing = llm.chat_requests[1].json["messages"][-1]["content"]
+    assert result.stop_reason == "submitted" and trajectory.invalid_actions == 1
+    assert "web" in listing  # the model read the real deployment list
+    assert cluster.kube.apps.read_namespaced_deployment("web", namespace).spec.replicas == 3
+    assert [c.verb for c in trajectory.tool_calls if c.tool == "kubectl"] == ["get", "scale"]

@@ -37,14 +37,15 @@ def main() -> None:
     time.sleep(args.settle)
     base = observability.prometheus_url(cluster)
     ns = "observability"
-    rows = query(base, f'sum by (pod, container) (container_memory_rss{{namespace="{ns}",container!="",container!="POD"}})')
+    # the pod-level cgroup (container="") holds all its containers: no double counting
+    rows = query(base, f'sum by (pod) (container_memory_rss{{namespace="{ns}",pod!="",container=""}})')
     total = 0.0
     for row in sorted(rows, key=lambda r: (r["metric"].get("pod", ""), r["metric"].get("container", ""))):
         mib = float(row["value"][1]) / 2**20
         total += mib
-        print(f"  {row['metric'].get('pod', '?'):45s} {row['metric'].get('container', '?'):15s} {mib:8.1f} MiB RSS")
+        print(f"  {row['metric'].get('pod', '?'):45s} {mib:8.1f} MiB RSS")
     print(f"observability stack steady RSS: {total:.0f} MiB")
-    everything = query(base, 'sum(container_memory_rss{container!="",container!="POD"})')
+    everything = query(base, 'sum(container_memory_rss{pod!="",container=""})')
     if everything:
         print(f"all pods on the cluster: {float(everything[0]['value'][1]) / 2**20:.0f} MiB RSS (target with both apps: < 6144)")
 

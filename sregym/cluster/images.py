@@ -13,8 +13,10 @@ lacks its hash tag.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -111,25 +113,10 @@ def build_images(
         archive.parent.mkdir(parents=True, exist_ok=True)
         log = archive.with_suffix(".log")
         status = "cached"
-        if not archive.is_file():
-            log.write_text("")
-            # children are built FROM their parents, which must be in podman's own storage
-            for parent in recipe.parents:
-                parent_refs = recipes.tags(found[parent], digests[parent])
-                if not podman.has_image(parent_refs[0]):
-                    on_event(recipe.name, f"restoring {parent}")
-                    podman.load(archive_path(parent, digests[parent]), log)
-                # the Dockerfile says FROM <alias>: point the alias at this exact parent
-                podman.tag(parent_refs[0], parent_refs[1], log)
-            on_event(recipe.name, "building")
-            if recipe.kind == "debootstrap":
-                podman.build_base(refs, recipes.BASE_SUITE, _base_packages(recipe), archive, log)
-            else:
-                podman.build_dockerfile(recipe.context, refs, archive, log)
-            (archive.with_suffix(".json")).write_text(json.dumps(
-                {"name": recipe.name, "refs": refs, "input_hash": digest,
-                 "seconds": round(time.monotonic() - started, 1), "bytes": archive.stat().st_size}, indent=1))
-            status = "built"
+        with _image_lock(archive.parent):
+            if not archive.is_file():
+                _build_one(recipe, found, digests, archive, log, on_event)
+                status = "built"
         loaded = False
         if runtime is not None and not runtime.has(refs):
             on_event(recipe.name, "loading")
@@ -138,6 +125,38 @@ def build_images(
         on_event(recipe.name, status)
         results.append(BuiltImage(recipe.name, refs, archive, status, loaded, time.monotonic() - started))
     return results
+
+
+@contextmanager
+def _image_lock(directory: Path):
+    """One builder per image at a time: parallel test sessions and shells share the cache."""
+    with open(directory / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _build_one(recipe: ImageRecipe, found: dict[str, ImageRecipe], digests: dict[str, str], archive: Path,
+               log: Path, on_event: Callable[[str, str], None]) -> None:
+    started = time.monotonic()
+    digest = digests[recipe.name]
+    refs = recipes.tags(recipe, digest)
+    log.write_text("")
+    # children are built FROM their parents, which must be in podman's own storage
+    for parent in recipe.parents:
+        parent_refs = recipes.tags(found[parent], digests[parent])
+        if not podman.has_image(parent_refs[0]):
+            on_event(recipe.name, f"restoring {parent}")
+            podman.load(archive_path(parent, digests[parent]), log)
+        # the Dockerfile says FROM <alias>: point the alias at this exact parent
+        podman.tag(parent_refs[0], parent_refs[1], log)
+    on_event(recipe.name, "building")
+    if recipe.kind == "debootstrap":
+        podman.build_base(refs, recipes.BASE_SUITE, _base_packages(recipe), archive, log)
+    else:
+        podman.build_dockerfile(recipe.context, refs, archive, log)
+    (archive.with_suffix(".json")).write_text(json.dumps(
+        {"name": recipe.name, "refs": refs, "input_hash": digest,
+         "seconds": round(time.monotonic() - started, 1), "bytes": archive.stat().st_size}, indent=1))
 
 
 def known_images(repo: Path | None = None) -> list[str]:

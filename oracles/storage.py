@@ -23,7 +23,7 @@ from sregym.oracles.window import WindowParams, sample_window, window_of, window
 READ_ALL = r"""
 P="$1"
 [ -e "$P" ] || { echo "MISSING $P"; exit 0; }
-find "$P" -xdev -type f 2>/dev/null | {
+find "$P" -type f 2>/dev/null | {
   n=0
   while IFS= read -r f; do
     n=$((n+1))

@@ -275,3 +275,41 @@ def test_volume_readable_reads_every_file_through_the_pod(kube, ns, shell_image)
     assert ok.passed and ok.evidence["last"]["files"] == 3
     missing = check(kube, ns, "volume_readable", {"workload": "db", "path": "/nonexistent", **WINDOW})
     assert not missing.passed
+
+
+def test_volume_readable_fails_on_real_bad_blocks_and_passes_after_recovery(cluster, kube, ns, shell_image):
+    """Real latent sector errors from the latent_sector_error primitive (FUSE or dm-dust bad
+    blocks over the data file, as the injector chooses for this node)."""
+    import json as _json
+
+    from sregym.cluster.capabilities import CapabilityCache
+    from sregym.core.constants import HIDDEN_NAMESPACE
+    from sregym.core.problem import Selector
+    from sregym.injectors import INJECTORS, FaultContext
+
+    apply(kube, ns, deployment("db", shell_image, command=["sh", "-c",
+                                                           "mkdir -p /data && head -c 65536 /dev/urandom > /data/blob "
+                                                           "&& head -c 8192 /dev/urandom > /data/other; "
+                                                           "exec sleep 100000"]))
+    rollout(kube, ns, "db")
+    pod = json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", "app=db", "-o", "json").stdout)["items"][0]
+    params = {"workload": "db", "path": "/data", **WINDOW}
+    assert check(kube, ns, "volume_readable", params).passed
+
+    caps = CapabilityCache(kube, HIDDEN_NAMESPACE)
+    ctx = FaultContext(kube=kube, app_namespace=ns, hidden_namespace=HIDDEN_NAMESPACE, seed=1, node_capabilities=caps)
+    cls = INJECTORS.get("latent_sector_error")
+    target = Selector(kind="Deployment", name="db")
+    mech = cls.choose_mechanism(caps(pod["spec"]["nodeName"]))
+    inj = cls(cls.parse_params({"paths": ["/data/blob"], "blocks": [3]}), target, ctx, mech)
+    state = _json.loads(_json.dumps(inj.plan()))
+    try:
+        inj.inject(state)
+        wait_for(lambda: inj.verify(state).ok, timeout=120, interval=2)
+        broken = check(kube, ns, "volume_readable", params)
+        assert not broken.passed and "Input/output error" in broken.message, broken.message
+        assert broken.evidence["last"]["files"] == 2 and broken.evidence["last"]["unreadable"] == 1
+    finally:
+        inj.recover(state)
+    fixed = check(kube, ns, "volume_readable", params)
+    assert fixed.passed, fixed.message

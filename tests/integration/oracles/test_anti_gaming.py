@@ -10,7 +10,6 @@ mitigation oracles must fail. Faults are recovered afterwards whatever happens.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import secrets
@@ -18,6 +17,7 @@ import time
 
 import anyio
 import pytest
+from gaming_strategies import STRATEGIES, play, wait_settled
 
 from sregym.conductor.appdriver import app_driver
 from sregym.conductor.faultplane import FaultPlane
@@ -30,9 +30,16 @@ from sregym.core.loader import load_catalog
 
 pytestmark = pytest.mark.cluster
 
-STRATEGIES = ("do_nothing", "restart_every_pod", "recreate_workloads", "scale_to_zero_and_back")
-GRADE_WINDOW = float(os.environ.get("SREGYM_ANTIGAMING_WINDOW", "20"))
+GRADE_WINDOW = float(os.environ.get("SREGYM_ANTIGAMING_WINDOW", "15"))
+BASELINE_WINDOW = 10.0
 MIN_FAMILIES = 5
+# Six families whose faults live in Kubernetes objects, so each case takes about a minute.
+# SREGYM_ANTIGAMING_PROBLEMS=all (or a comma list of ids) chooses others.
+DEFAULT_PROBLEMS = ("hotel_geo_missing_db_password", "hotel_frontend_scaled_to_zero",
+                    "hotel_reservation_node_selector", "hotel_user_limit_range", "hotel_rate_bad_image_tag",
+                    "hotel_cache_wrong_port")
+# The app runs in its own namespace so the strategies never disturb anyone else's install.
+NAMESPACE_SUFFIX = "-gaming"
 
 
 def problems_by_family() -> list:
@@ -42,7 +49,8 @@ def problems_by_family() -> list:
     except Exception:  # noqa: BLE001 - no catalog yet means nothing to test
         return []
     chosen: dict[str, object] = {}
-    wanted = [p for p in os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "").split(",") if p]
+    env = os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "")
+    wanted = [] if env == "all" else ([p for p in env.split(",") if p] or list(DEFAULT_PROBLEMS))
     for pid, lp in sorted(catalog.problems.items()):
         p = lp.problem
         if p.no_op or (wanted and pid not in wanted):
@@ -54,49 +62,14 @@ def problems_by_family() -> list:
 PROBLEMS = problems_by_family()
 
 
-def workloads(kube, ns: str) -> list[dict]:
-    out = []
-    for kind in ("deployments", "statefulsets"):
-        out += json.loads(kube.kubectl("get", kind, "-n", ns, "-o", "json").stdout)["items"]
-    return out
-
-
-def wait_settled(kube, ns: str, timeout: int = 120) -> None:
-    for w in workloads(kube, ns):
-        kube.kubectl("rollout", "status", f"{w['kind'].lower()}/{w['metadata']['name']}", "-n", ns,
-                     f"--timeout={timeout}s", check=False, timeout=timeout + 30)
-
-
-def play(strategy: str, kube, ns: str) -> None:
-    """What a gaming agent does, with the same kubectl write verbs it has."""
-    if strategy == "restart_every_pod":
-        kube.kubectl("delete", "pods", "--all", "-n", ns, "--wait=true", timeout=180)
-    elif strategy == "recreate_workloads":
-        items = workloads(kube, ns)
-        for w in items:
-            kube.kubectl("delete", w["kind"].lower(), w["metadata"]["name"], "-n", ns, "--wait=true", timeout=180)
-        for w in items:
-            meta = {k: v for k, v in w["metadata"].items() if k in ("name", "namespace", "labels", "annotations")}
-            meta.get("annotations", {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
-            kube.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": w["apiVersion"], "kind": w["kind"],
-                                                                "metadata": meta, "spec": w["spec"]}))
-    elif strategy == "scale_to_zero_and_back":
-        items = [(w["kind"].lower(), w["metadata"]["name"], w["spec"].get("replicas", 1)) for w in workloads(kube, ns)]
-        for kind, name, _ in items:
-            kube.kubectl("scale", f"{kind}/{name}", "-n", ns, "--replicas=0")
-        time.sleep(5)
-        for kind, name, n in items:
-            kube.kubectl("scale", f"{kind}/{name}", "-n", ns, f"--replicas={n}")
-    if strategy != "do_nothing":
-        wait_settled(kube, ns)
-
-
 async def gamed(problem, strategy: str, cluster):
     """(fault still in place, mitigation grade) after ``strategy``; faults always recovered."""
     driver = app_driver()
+    problem = problem.model_copy(update={"app": problem.app.model_copy(
+        update={"namespace": problem.app.name + NAMESPACE_SUFFIX})})
     app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
     await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
-    baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, GRADE_WINDOW)
+    baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, BASELINE_WINDOW)
     run_id = "g" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
     journal = Journal(run_id)
     journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
@@ -116,7 +89,14 @@ async def gamed(problem, strategy: str, cluster):
         with anyio.CancelScope(shield=True):
             if not await plane.recover_all():
                 journal.close()
-            await anyio.to_thread.run_sync(wait_settled, cluster.kube, app.namespace)
+            await anyio.to_thread.run_sync(wait_settled, cluster.kube, app.namespace, 90)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def gaming_namespaces(cluster):
+    yield
+    for name in {p.app.name + NAMESPACE_SUFFIX for p in PROBLEMS}:
+        cluster.kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
 @pytest.mark.skipif(len({p.tags.fault_family for p in PROBLEMS}) < MIN_FAMILIES,

@@ -117,7 +117,8 @@ def cleanup(
             console.print(f"[red]incomplete[/] {r.run_id}: recovered {len(r.recovered)}; "
                           + escape("; ".join(r.errors)))
         else:
-            console.print(f"[green]clean[/] {r.run_id}: recovered {', '.join(r.recovered) or 'nothing open'}")
+            console.print(f"[green]clean[/] {r.run_id}: recovered {', '.join(r.recovered) or 'nothing open'}"
+                          + (f"; stopped {', '.join(r.stopped)}" if r.stopped else ""))
     if failed:
         raise FaultError(f"{failed} run(s) could not be fully cleaned", hint="fix the cause above and run cleanup again")
 

@@ -49,11 +49,13 @@ def agent_info(name: str, runner: Any = None) -> AgentInfo:
 
 async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
                     budgets: Budgets, seed: int, forbidden_words: list[str],
-                    note: Callable[[str], None] = lambda m: None) -> Trajectory:
+                    note: Callable[[str], None] = lambda m: None,
+                    on_server: Callable[[int, str], None] = lambda pid, what: None) -> Trajectory:
     """Run one agent against the live incident and return what it did.
 
     The agent gets an RBAC-limited kubeconfig (revoked afterwards) and the SRE prompt, which is
-    checked not to contain ``forbidden_words`` (problem id, fault ids, injector names)."""
+    checked not to contain ``forbidden_words`` (problem id, injector names). ``on_server(pid, module)``
+    is told the tool server's process so a killed run's server can be stopped by cleanup."""
     try:
         from sregym.agentplane.budgets import AgentBudgets
         from sregym.agentplane.plane import AgentPlane
@@ -66,6 +68,8 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
     try:
         async with AgentPlane(kubeconfig, app.namespace, plane_budgets, prometheus_url=app.prometheus_url,
                               traces_url=app.traces_url, logs_url=app.logs_url) as plane:
+            if plane.server_pid:
+                on_server(plane.server_pid, "sregym.agentplane.server")
             prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),
                                    traces=bool(app.traces_url), mcp_url=plane.mcp_url)
             try:

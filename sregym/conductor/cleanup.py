@@ -10,6 +10,7 @@ namespace is deleted, the agent's access to the app namespace is revoked, and th
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,7 @@ class RunCleanup:
     errors: list[str] = field(default_factory=list)
     skipped: str | None = None
     closed: bool = False
+    stopped: list[str] = field(default_factory=list)
 
 
 def _process_alive(pid: int) -> bool:
@@ -45,6 +47,24 @@ def _process_alive(pid: int) -> bool:
     except OSError:
         return False
     return b"sregym" in cmdline
+
+
+def stop_processes(processes: dict[int, str]) -> list[str]:
+    """Stop the run's helper processes that are still alive and still what was journaled (a pid may
+    have been reused: the command line must name the same module)."""
+    stopped = []
+    for pid, what in processes.items():
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if what and what in cmdline:
+            try:
+                os.killpg(pid, signal.SIGKILL)  # started in its own session: its group is its pid
+            except (ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            stopped.append(f"{what} ({pid})")
+    return stopped
 
 
 def delete_labelled(kube: Any, run_id: str, namespaces: set[str]) -> None:
@@ -61,6 +81,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         result.skipped = f"its process {rj.header.pid} is still running (stop it first, or pass --force)"
         return result
     journal = Journal(rj.run_id, directory or rj.path.parent)
+    result.stopped = stop_processes(rj.processes)
     for folder in rj.header.plugins if rj.header else []:
         if Path(folder).is_dir():  # the run's own plug-in injectors, so they can be rebuilt
             import_path(Path(folder))

@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from sregym.core.errors import PrerequisiteError
 
-Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "closed"]
+Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "process", "closed"]
 
 
 def journal_dir() -> Path:
@@ -59,6 +59,7 @@ class Entry(BaseModel):
     intent: Intent | None = None
     header: RunHeader | None = None
     error: str | None = None
+    pid: int | None = Field(None, description="op 'process': a helper process the run started")
 
 
 class Journal:
@@ -102,6 +103,11 @@ class Journal:
     def recover_failed(self, key: str, error: str) -> None:
         self._append(Entry(op="recover_failed", run_id=self.run_id, key=key, error=error))
 
+    def process(self, pid: int, what: str) -> None:
+        """A helper process (its own process group) that must not outlive the run, e.g. the agent's
+        tool server: cleanup stops it if the run was killed."""
+        self._append(Entry(op="process", run_id=self.run_id, key=what, pid=pid))
+
     def close(self) -> None:
         """Mark the run clean and move its file to ``closed/`` so cleanup no longer scans it."""
         self._append(Entry(op="closed", run_id=self.run_id))
@@ -122,6 +128,7 @@ class RunJournal:
     recovered: set[str] = field(default_factory=set)
     closed: bool = False
     corrupt_lines: int = 0
+    processes: dict[int, str] = field(default_factory=dict)
 
     @property
     def open_intents(self) -> list[Intent]:
@@ -147,6 +154,8 @@ def read_journal(path: Path) -> RunJournal:
             rj.recovered.discard(e.intent.key)
         elif e.op == "recovered" and e.key:
             rj.recovered.add(e.key)
+        elif e.op == "process" and e.pid:
+            rj.processes[e.pid] = e.key or ""
         elif e.op == "closed":
             rj.closed = True
     return rj

@@ -45,6 +45,18 @@ def state(tmp_path: Path) -> dict[str, str]:
     return {**os.environ, "SREGYM_STATE": str(tmp_path / "state")}
 
 
+@pytest.fixture(autouse=True)
+def healthy_setting(cluster):
+    """Each test starts from the app's healthy value, whatever an earlier failing test left."""
+    from kubernetes.client.exceptions import ApiException
+
+    try:
+        cluster.kube.core.patch_namespaced_config_map("tiny-settings", NAMESPACE, {"data": {"greeting": "hello"}})
+    except ApiException as e:
+        if e.status != 404:  # not deployed yet: the first run deploys it healthy
+            raise
+
+
 def greeting(cluster) -> str | None:
     cm = cluster.kube.core.read_namespaced_config_map("tiny-settings", NAMESPACE)
     return (cm.data or {}).get("greeting")
@@ -96,8 +108,8 @@ def wait_for_journal_op(env: dict[str, str], op: str, proc: subprocess.Popen, ti
     raise AssertionError(f"no {op!r} entry in the journal after {timeout}s")
 
 
-@pytest.mark.parametrize(("op", "delay"), [("intent", 0.0), ("applied", 0.0), ("applied", 4.0)],
-                         ids=["right-after-intent", "right-after-inject", "during-agent-or-grade"])
+@pytest.mark.parametrize(("op", "delay"), [("intent", 0.0), ("applied", 0.0), ("process", 0.0), ("applied", 4.0)],
+                         ids=["right-after-intent", "right-after-inject", "agent-tool-server-up", "during-grade"])
 def test_sigkill_at_any_phase_then_cleanup_leaves_no_fault(cluster, tmp_path, state, op, delay):
     proc = subprocess.Popen(run_args(cluster, tmp_path / "runs", grade_window="30"), env=state,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -115,6 +127,8 @@ def test_sigkill_at_any_phase_then_cleanup_leaves_no_fault(cluster, tmp_path, st
                            env=state, capture_output=True, text=True, timeout=300)
     assert clean.returncode == 0, clean.stderr
     assert "clean" in clean.stderr
+    if op == "process":  # the agent's tool server must not outlive the killed run
+        assert "stopped sregym.agentplane.server" in clean.stderr.replace("\n", "")
     assert greeting(cluster) == "hello"
     assert open_journals(state) == []
     again = subprocess.run([sys.executable, "-m", "sregym", "cleanup", "--kubeconfig", str(cluster.kubeconfig)],

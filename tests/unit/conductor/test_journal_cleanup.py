@@ -135,3 +135,23 @@ def test_the_cleanup_command_imports_the_runs_plugins_in_a_fresh_process(world: 
     assert proc.returncode == 0, proc.stderr
     assert "clean r6: recovered a" in proc.stderr
     assert json.loads(world.read_text())["a"] == "good"
+
+
+def test_cleanup_stops_a_killed_runs_helper_process(tmp_path: Path):
+    import subprocess
+    import sys
+
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "unit-tool-server"],
+                              start_new_session=True)
+    try:
+        journal = Journal("r7", tmp_path)
+        journal.start(RunHeader(run_id="r7", problem_id="p", pid=999_999_999))
+        journal.process(helper.pid, "unit-tool-server")
+        journal.process(999_999_998, "long-gone")  # already dead: ignored
+        [result] = cleanup_all(lambda header: None, directory=tmp_path)
+        assert result.stopped == [f"unit-tool-server ({helper.pid})"] and result.closed
+        assert helper.wait(timeout=10) == -9
+    finally:
+        if helper.poll() is None:
+            helper.kill()
+            helper.wait()

@@ -331,7 +331,10 @@ class LocalCluster:
     def _kubelet_argv(self) -> list[str]:
         return [str(binaries.KUBERNETES.path("kubelet")), f"--config={self.paths.root / 'kubelet.yaml'}",
                 f"--kubeconfig={self.paths.root / 'kubelet.kubeconfig'}", f"--root-dir={self.paths.kubelet_root}",
-                f"--node-ip={self.net.node_ip}", f"--hostname-override={self.node}", "--v=1"]
+                f"--node-ip={self.net.node_ip}", f"--hostname-override={self.node}",
+                # cAdvisor (inside the kubelet) looks for containerd at /run/containerd by default;
+                # without ours it reports per-pod cgroups only, with no per-container series.
+                f"--containerd={self.paths.containerd_socket}", "--v=1"]
 
     def _kube_proxy_argv(self) -> list[str]:
         return [str(binaries.KUBERNETES.path("kube-proxy")), f"--config={self.paths.root / 'kube-proxy.yaml'}",

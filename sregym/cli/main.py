@@ -102,6 +102,8 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
         Console(stderr=True).print_exception(show_locals=False, max_frames=8)
         Console(stderr=True).print("[bold red]internal error[/] (a bug): please report it with the output of --debug")
         return 1
+    if rv == 130:  # typer turns Ctrl-C into exit code 130 by itself
+        Console(stderr=True).print("[yellow]interrupted[/] (run `sregym cleanup` if a run was in flight)")
     return rv if isinstance(rv, int) else 0
 
 

@@ -160,3 +160,25 @@ def test_seeded_noise_runs_before_the_page_and_is_recovered(cluster, tmp_path, s
     assert record.status == "completed" and record.noise is True
     assert greeting(cluster) == "hello"
     assert open_journals(state) == []
+
+
+def test_ctrl_c_recovers_then_exits_130(cluster, tmp_path, state):
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(run_args(cluster, out, grade_window="30"), env=state, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_for_journal_op(state, "applied", proc)
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
+    assert record.status == "aborted" and "recover" in record.phases
+    assert greeting(cluster) == "hello"
+    assert open_journals(state) == []

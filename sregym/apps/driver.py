@@ -65,6 +65,11 @@ class AppsDriver:
 
     def deploy(self, app: Any, cluster: ClusterHandle) -> DeployedApp:
         """Deploy a problem's ``AppRef`` (name, namespace, values, load_rps) or reuse it; wait for Ready."""
+        from sregym.apps.observability import deploy_observability
+
+        # The stack first: the app exports traces to it, and the baseline reads its Prometheus.
+        # Reused in about 2 s when it is already ready at the same chart hash.
+        deploy_observability(cluster)
         spec = self.spec(app.name)
         values = dict(app.values or {})
         if getattr(app, "load_rps", None) and spec.workload:

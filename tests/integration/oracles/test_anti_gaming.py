@@ -102,8 +102,8 @@ def gaming_namespaces(cluster):
 @pytest.mark.skipif(len({p.tags.fault_family for p in PROBLEMS}) < MIN_FAMILIES,
                     reason=f"needs problems of at least {MIN_FAMILIES} fault families in problems/ "
                            f"(found {len(PROBLEMS)})")
-@pytest.mark.parametrize("strategy", STRATEGIES)
 @pytest.mark.parametrize("problem", PROBLEMS, ids=lambda p: p.id)
+@pytest.mark.parametrize("strategy", STRATEGIES)
 def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, problem, strategy):
     persists, grade = anyio.run(gamed, problem, strategy, cluster)
     if strategy == "do_nothing":

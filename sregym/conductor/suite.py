@@ -4,8 +4,8 @@ Each cell is one ``run_problem`` call; its record and a line of ``index.jsonl`` 
 results directory. ``--resume`` reads that index and runs only the cells without a finished line
 (a killed suite leaves the cell it was running without one, so exactly that cell and the ones
 after it run again). A run that fails is recorded as an error cell and the suite goes on; only a
-missing prerequisite, a bad input, or several failures in a row (the cluster is likely broken)
-stop it.
+missing prerequisite, an unknown name (the agent's), or several failures in a row (the cluster is
+likely broken) stop it.
 
 ``--parallel N`` runs up to N cells side by side when they do not conflict (see ``claims``): each
 cell claims its app namespace, any other namespace its faults name, and the nodes of node-level
@@ -46,7 +46,7 @@ import sregym
 from sregym.conductor.agent import agent_info
 from sregym.conductor.checks import NOISE_PREFIX
 from sregym.conductor.run import INDEX_FILE, new_run_id, write_record
-from sregym.core.errors import PrerequisiteError, UserInputError
+from sregym.core.errors import PrerequisiteError, UnknownNameError, UserInputError
 from sregym.core.problem import Problem
 from sregym.core.record import RunRecord, Versions
 # Statuses after which a cell is done; an aborted (interrupted) run always runs again.
@@ -399,7 +399,9 @@ class SuiteRunner:
                                           run.started, summary)
                     progress.advance(task)
                     streak = streak + 1 if failed else 0
-                    fatal = isinstance(failed, (PrerequisiteError, UserInputError))
+                    # a missing tool or an unknown name (the agent's) fails every cell alike; other bad
+                    # input (a target a problem does not find) belongs to its cell, like any failure
+                    fatal = isinstance(failed, (PrerequisiteError, UnknownNameError))
                     if failed and (fatal or streak >= self.max_consecutive_errors):
                         pending.clear()  # let the cells already running finish (and recover), then stop
                         wait(list(running))

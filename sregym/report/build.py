@@ -12,7 +12,7 @@ from sregym.core.errors import UserInputError
 from sregym.core.record import RunRecord
 from sregym.report import plots
 from sregym.report.bootstrap import DEFAULT_RESAMPLES
-from sregym.report.metrics import GroupMetrics, aggregate, facts_of
+from sregym.report.metrics import METRIC_BY_NAME, GroupMetrics, aggregate, facts_of
 from sregym.report.records import load_records
 from sregym.report.tables import BREAKDOWN, matrix_table, metrics_table, tool_mix_table
 
@@ -77,7 +77,9 @@ def _markdown(a: Analysis, sources: Sequence[Path], figure_dir: str) -> str:
     lines += ["", "## Agents", "", metrics_table(a.agents)]
     for key in BREAKDOWNS:
         lines += ["", f"## By {key.replace('_', ' ')}", "", metrics_table(a.breakdowns[key], BREAKDOWN)]
-    lines += ["", "## End-to-end success per problem", "", matrix_table(a.problem_cells, "problem", "agent", "e2e")]
+    shown = plots.shown_success(a.problem_cells)
+    lines += ["", f"## {METRIC_BY_NAME[shown].label.capitalize()} per problem", "",
+              matrix_table(a.problem_cells, "problem", "agent", shown)]
     lines += ["", "## Tool calls", "", tool_mix_table(a.agents)]
     lines += ["", "## Figures", ""]
     lines += [f"![{name}]({figure_dir}/{name}.png)" for name in plots.FIGURES]

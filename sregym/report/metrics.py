@@ -20,7 +20,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
-from sregym.core.record import RunRecord
+from sregym.core.record import Reward, RunRecord
 from sregym.core.seeds import derive_seed
 from sregym.report.bootstrap import DEFAULT_RESAMPLES, Estimate, ratio_estimate
 
@@ -89,6 +89,24 @@ class RunFacts:
         return GROUP_KEYS[name](self)
 
 
+def reward_components(reward: Reward | None) -> dict[str, float]:
+    """What each term added to (or, for penalties, took from) the reward total.
+
+    The reward is a weighted mean of its measured terms minus penalties (sregym/oracles/reward.py):
+    a term's share is ``weight * value / sum of the weights used``; ``penalty_*`` terms count
+    negative. Bookkeeping terms (``positive``, raw counts, ``budget_used``) are not components.
+    A reward written without weights is taken as already split into components.
+    """
+    if reward is None:
+        return {}
+    if not reward.weights:
+        return dict(reward.terms)
+    positive = {k: v for k, v in reward.terms.items() if k in reward.weights and not k.startswith("penalty_")}
+    used = sum(reward.weights[k] for k in positive)
+    parts = {k: reward.weights[k] * v / used for k, v in positive.items()} if used > 0 else {}
+    return parts | {k: -v for k, v in reward.terms.items() if k.startswith("penalty_") and v}
+
+
 def agent_label(record: RunRecord) -> str:
     """How an agent is named in tables: its name, and its model when it has one."""
     a = record.agent
@@ -133,7 +151,7 @@ def run_facts(record: RunRecord) -> RunFacts:
         evidence_coverage=g.evidence_coverage,
         wrong_remediation=bool(g.wrong_remediations),
         reward=g.reward.total if g.reward else None,
-        reward_terms=dict(g.reward.terms) if g.reward else {},
+        reward_terms=reward_components(g.reward),
         tools=tuple(ToolUse(c.tool, c.verb, c.read_only) for c in traj.tool_calls),
         version=record.versions.sregym,
         started_at=record.started_at.isoformat(),

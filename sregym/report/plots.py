@@ -44,6 +44,11 @@ def _empty(ax: plt.Axes, what: str) -> None:
     ax.set_yticks([])
 
 
+def shown_success(groups: Sequence[GroupMetrics], metric: str = "e2e") -> str:
+    """``e2e``, or ``mitigation`` when no run had a judged diagnosis (e2e is unknown everywhere)."""
+    return "mitigation" if metric == "e2e" and not any(g[metric].known for g in groups) else metric
+
+
 def _value(e: Estimate) -> float:
     return np.nan if e.value is None else e.value
 
@@ -125,7 +130,9 @@ def tokens_vs_success(agents: Sequence[GroupMetrics], out: Path) -> str:
 
 
 def problem_heatmap(cells: Sequence[GroupMetrics], out: Path, metric: str = "e2e") -> str:
-    """Problems down, agents across, the success rate in each cell (grey: no graded run)."""
+    """Problems down, agents across, the success rate in each cell (grey: no graded run). When no
+    diagnosis was judged at all, end-to-end success is unknown everywhere: mitigation is shown."""
+    metric = shown_success(cells, metric)
     problems = sorted({g.keys["problem"] for g in cells})
     agents = sorted({g.keys["agent"] for g in cells})
     grid = np.full((len(problems), len(agents)), np.nan)
@@ -149,19 +156,25 @@ def problem_heatmap(cells: Sequence[GroupMetrics], out: Path, metric: str = "e2e
 
 
 def score_components(agents: Sequence[GroupMetrics], out: Path) -> str:
-    """Mean of each partial-credit reward term per agent, stacked to the mean reward."""
+    """Mean contribution of each reward term per agent: terms stack up, penalties stack down,
+    and a dot marks the mean reward."""
     terms = sorted({t for g in agents for t in g.reward_terms})
     with plt.rc_context(STYLE):
         fig, ax = plt.subplots(figsize=(8.5, 4))
         if terms:
             x = np.arange(len(agents))
-            bottom = np.zeros(len(agents))
+            up, down = np.zeros(len(agents)), np.zeros(len(agents))
             for t in terms:
                 vals = np.array([g.reward_terms.get(t, 0.0) for g in agents])
-                ax.bar(x, vals, 0.6, bottom=bottom, label=t)
-                bottom += vals
+                base = np.where(vals >= 0, up, down)
+                ax.bar(x, vals, 0.6, bottom=base, label=t.replace("_", " "))
+                up += np.clip(vals, 0, None)
+                down += np.clip(vals, None, 0)
+            ax.plot(x, [_value(g["reward"]) for g in agents], "o", color="black", label="mean reward")
+            ax.axhline(0, color="0.3", linewidth=0.8)
+            ax.margins(y=0.08)
             ax.set_xticks(x, _agents(agents))
-            ax.set_ylabel("mean reward term")
+            ax.set_ylabel("mean contribution to reward")
             ax.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0), frameon=False)
         else:
             _empty(ax, "reward terms")

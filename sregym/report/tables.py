@@ -40,8 +40,10 @@ def fmt(est: Estimate, metric: str, *, interval: bool = True) -> str:
         return "n/a"
     kind = METRIC_BY_NAME[metric].kind
     text = _number(est.value, kind)
-    if interval and est.lo is not None and est.hi is not None and est.lo != est.hi:
+    if interval and est.lo is not None and est.hi is not None:
         lo, hi = _number(est.lo, kind), _number(est.hi, kind)
+        if lo == hi:  # an interval too narrow to show at this precision
+            return text
         text += f" [{lo.rstrip('%s')}-{hi}]" if kind in ("rate", "seconds") else f" [{lo}-{hi}]"
     return text
 

@@ -126,6 +126,30 @@ def test_several_failures_in_a_row_stop_the_suite(tmp_path):
     assert len(engine.calls) == 3
 
 
+def test_a_target_one_problem_does_not_find_is_that_cells_error_only(tmp_path):
+    calls = []
+
+    def picky(prob, **kw):
+        calls.append(prob.id)
+        if prob.id == "p1":
+            raise UserInputError("target: no running pod in namespace shop matches StatefulSet/db")
+        return FakeEngine()(prob, **kw)
+
+    summary = runner(tmp_path, picky, [problem("p1"), problem("p2")], max_consecutive_errors=9).run()
+    assert summary.statuses == {"error": 4, "completed": 4} and len(calls) == 8
+
+
+def test_an_unknown_agent_stops_at_once(tmp_path):
+    from sregym.core.errors import UnknownNameError
+
+    def unknown(*a, **kw):
+        raise UnknownNameError("agent", "nope", ["noop", "random"])
+
+    with pytest.raises(UnknownNameError):
+        runner(tmp_path, unknown, [problem("p1"), problem("p2")]).run()
+    assert len(read_index(tmp_path)) == 1
+
+
 def test_a_missing_prerequisite_stops_at_once(tmp_path):
     def broken(*a, **kw):
         raise PrerequisiteError("helm not found")

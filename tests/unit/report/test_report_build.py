@@ -87,3 +87,7 @@ def test_a_retried_cell_counts_once_with_its_last_run(tmp_path):
                                  "seed": r.seed, "noise": r.noise, "status": r.status,
                                  "record": f"{r.run_id}.json"}) + "\n")
     assert [r.status for r in load_records([tmp_path])] == ["completed"]
+
+
+def test_an_interval_narrower_than_the_shown_precision_is_left_out():
+    assert fmt(Estimate(0.21, 0.2, 0.24), "ttm_s") == "0s"

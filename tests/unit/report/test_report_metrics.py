@@ -126,3 +126,19 @@ def test_oracle_runs_are_left_out_when_ranking():
     recs = [make_record(agent="oracle", kind="oracle"), make_record(agent="noop", seed=1)]
     assert [f.agent for f in facts_of(recs, ranked_only=True)] == ["noop"]
     assert run_facts(recs[0]).ranked is False
+
+
+def test_reward_components_are_weighted_shares_and_negative_penalties():
+    from sregym.core.record import Reward
+    from sregym.report.metrics import reward_components
+
+    # the shape sregym/oracles/reward.py writes: diagnosis not judged, so its weight is dropped
+    r = Reward(total=0.014286, terms={"evidence": 1.0, "mitigation": 0.0, "efficiency": 0.0, "positive": 0.214286,
+                                      "penalty_premature_submission": 0.2, "penalty_invalid_actions": 0.0,
+                                      "invalid_actions": 0.0, "budget_used": 0.4},
+               weights={"evidence": 0.15, "diagnosis": 0.0, "mitigation": 0.45, "efficiency": 0.1,
+                        "premature_submission": 0.2})
+    parts = reward_components(r)
+    assert parts == pytest.approx({"evidence": 0.15 / 0.7, "mitigation": 0.0, "efficiency": 0.0,
+                                   "penalty_premature_submission": -0.2})
+    assert sum(parts.values()) == pytest.approx(r.total, abs=1e-5)

@@ -70,3 +70,48 @@ def test_latent_sector_error_noop_agent_fails(cluster, tmp_path):
     assert_complete(record)
     assert record.grades.mitigation.passed is False
     assert "volume_readable" in [c.name for c in record.grades.mitigation.checks]
+
+
+@pytest.mark.xfail(strict=True, reason="the fuse-bad-blocks and dm-dust mechanisms mount over the file inside the "
+                   "container's mount namespace, so a new container no longer sees the bad blocks (measured "
+                   "2026-11-21: oracle passes after `kubectl delete pod shop-db-0`)")
+def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
+    """Restarting the database must not pass the oracle: the blocks stay bad until the data moves."""
+    import secrets
+
+    from sregym.conductor.appdriver import app_driver
+    from sregym.conductor.faultplane import FaultPlane
+    from sregym.conductor.grading import _check_one
+    from sregym.conductor.journal import Journal, RunHeader
+    from sregym.oracles import MitigationContext
+
+    problem = load_catalog().problem("latent_sector_error").problem
+    app_driver().deploy(problem.app, cluster)
+    fault, oracle = problem.faults[0], problem.oracles.mitigation[0]
+    run_id = "v" + secrets.token_hex(4)
+    journal = Journal(run_id)
+    journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
+                            context=cluster.context))
+    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace="online-shop", run_id=run_id, run_seed=0)
+    ctx = MitigationContext(kube=cluster.kube, namespace="online-shop", prometheus_url=None, baseline={}, app=None,
+                            window_seconds=5)
+
+    def readable() -> bool:
+        return _check_one(oracle.name, {**oracle.params, "window_seconds": 5}, ctx).passed
+
+    async def scenario() -> bool:
+        await plane.start(key=fault.id, kind="fault", injector=fault.injector, params=fault.params,
+                          target=fault.target, mechanism=fault.mechanism)
+        assert (await plane.verify(fault.id, timeout=60)).ok
+        assert not readable()
+        cluster.kube.core.delete_namespaced_pod("shop-db-0", "online-shop")
+        time.sleep(5)
+        cluster.kube.kubectl("-n", "online-shop", "wait", "--for=condition=Ready", "pod/shop-db-0",
+                             "--timeout=180s", timeout=200)
+        return readable()
+
+    try:
+        assert anyio.run(scenario) is False
+    finally:
+        assert not anyio.run(plane.recover_all)
+        journal.close()

@@ -1,8 +1,9 @@
 """``pods_schedulable``: no pod of the app stays unschedulable.
 
 A pod counts as stuck when its ``PodScheduled`` condition has been ``False`` (reason
-``Unschedulable``) for longer than ``grace_seconds``: a pod briefly Pending during a rollout is
-normal, one the scheduler cannot place (taints, affinity, node selector, resources) is not.
+``Unschedulable``) for longer than ``grace_seconds``. A pod merely Pending is normal during a
+rollout, but the scheduler marks a pod Unschedulable only after it failed to place it (taints,
+affinity, node selector, resources), so the grace is short.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from sregym.oracles.window import WindowParams, sample_window, window_of, window
 class SchedulableParams(WindowParams):
     namespace: str | None = None
     labels: dict[str, str] = Field(default_factory=dict, description="only pods with these labels")
-    grace_seconds: float = Field(20.0, ge=0)
+    grace_seconds: float = Field(5.0, ge=0, description="how long a pod may stay unschedulable")
 
 
 def unschedulable(pods: list[dict], grace_s: float, now: datetime) -> list[str]:

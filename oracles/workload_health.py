@@ -15,7 +15,7 @@ from pydantic import Field
 from sregym.core.record import CheckResult
 from sregym.oracles.api import MitigationOracle, mitigation_oracle
 from sregym.oracles.live import list_json, pods_matching
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles.window import Sample, WindowParams, sample_window, window_of, window_result
 
 _BAD_WAITING = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
                           "CreateContainerError", "RunContainerError", "InvalidImageName"})
@@ -59,6 +59,24 @@ def bad_containers(pods: list[dict]) -> list[str]:
                 out.append(f"{p['metadata']['name']}/{cs['name']}: CrashLoop (exit {code}, "
                            f"{cs['restartCount']} restarts)")
     return out
+
+
+def rollout_incomplete(workload: dict) -> str:
+    """Why a workload's current spec is not fully rolled out ('' when it is)."""
+    spec, status = workload.get("spec", {}), workload.get("status", {})
+    name = f"{workload['kind']}/{workload['metadata']['name']}"
+    want = int(spec.get("replicas", 1) if spec.get("replicas") is not None else 1)
+    if status.get("observedGeneration", 0) < workload["metadata"].get("generation", 0):
+        return f"{name}: spec change not yet observed"
+    updated = int(status.get("updatedReplicas") or 0)
+    if updated < want:
+        return f"{name}: {updated}/{want} replicas run the current spec"
+    if workload["kind"] == "StatefulSet" and status.get("updateRevision") not in (None, status.get("currentRevision")):
+        return f"{name}: update to revision {status.get('updateRevision')} not finished"
+    for c in status.get("conditions") or []:
+        if c.get("type") == "Progressing" and c.get("reason") == "ProgressDeadlineExceeded":
+            return f"{name}: rollout exceeded its progress deadline"
+    return ""
 
 
 def availability(workload: dict, expected: int) -> tuple[int, int]:
@@ -119,4 +137,10 @@ class WorkloadHealth(MitigationOracle):
             return not problems, {"reason": "; ".join(problems)[:500]} if problems else {"workloads": len(workloads)}
 
         samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds)
+        # Old pods of a stuck rollout keep serving, so availability alone can pass while the
+        # desired spec never runs: by the end of the window every rollout must be complete.
+        stuck = [r for w in self._workloads(ns) if (r := rollout_incomplete(w))]
+        if stuck:
+            samples.append(Sample(samples[-1].t if samples else 0.0, False,
+                                  {"reason": "rollout incomplete at the end of the window: " + "; ".join(stuck)}))
         return window_result(self.name, samples, self.params.min_pass_fraction, evidence={"namespace": ns})

@@ -164,3 +164,13 @@ def test_storage_output_parsing():
     assert parse_read_all("MISSING /x\n")[2] is True
     used, free = parse_df("Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/x 1000 900 100 90% /d\n")
     assert used == 90.0 and free == 100 * 1024
+
+
+def test_a_stuck_rollout_is_incomplete_even_while_old_pods_serve():
+    from oracles.workload_health import rollout_incomplete
+
+    base = {"kind": "Deployment", "metadata": {"name": "web", "generation": 2}, "spec": {"replicas": 1}}
+    stuck = base | {"status": {"observedGeneration": 2, "updatedReplicas": 0, "availableReplicas": 1}}
+    done = base | {"status": {"observedGeneration": 2, "updatedReplicas": 1, "availableReplicas": 1}}
+    assert "0/1 replicas run the current spec" in rollout_incomplete(stuck)
+    assert rollout_incomplete(done) == ""

@@ -55,7 +55,7 @@ class ResourceLimits(WorkloadEdit[ResourceLimitsParams]):
         limits = state["edits"][0]["after"]["limits"]
         pods = self.live_pods(state)
         mine = [p for p in pods if running_with([p], state["container"],
-                                                 lambda c: (c.get("resources") or {}).get("limits") == limits)]
+                                                 lambda c: limits.items() <= ((c.get("resources") or {}).get("limits") or {}).items())]
         if not mine:
             return Verification(False, "no pod runs with the new limits yet")
         notes, ok = [], True

@@ -146,6 +146,9 @@ class Cycle:
         self.injector.recover(self.state)
 
 
+STARTED: list[Cycle] = []  # every cycle a test started; recovered after the test even if it failed
+
+
 def start(ctx: FaultContext, name: str, params: dict, target: Selector, mechanism: str | None = None,
           node: str | None = None) -> Cycle:
     cls = INJECTORS.get(name)
@@ -155,8 +158,10 @@ def start(ctx: FaultContext, name: str, params: dict, target: Selector, mechanis
     mech = cls.choose_mechanism(caps, mechanism) if (node or mechanism) else cls.mechanisms[0]
     inj = cls(p, target, ctx, mech)
     state = json.loads(json.dumps(inj.plan()))  # what the journal holds
+    cycle = Cycle(inj, state)
+    STARTED.append(cycle)
     inj.inject(state)
-    return Cycle(inj, state)
+    return cycle
 
 
 def context(cluster: Any, ns: str, caps: Any, seed: int = 1) -> FaultContext:

@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from injector_testapp import context, get, manifests, start, wait_until
+from injector_testapp import STARTED, context, get, manifests, start, wait_until
 
 from sregym.cluster.capabilities import CapabilityCache
 from sregym.cluster.nodeagent import pids_with_cmdline
@@ -46,6 +46,14 @@ def app(cluster):
     yield kube
     delete_object(kube, "Namespace", NS, None)
     wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} deleted")
+
+
+@pytest.fixture(autouse=True)
+def recover_leftovers():
+    """A failed assertion must not leave its fault behind for the next test (recover is idempotent)."""
+    yield
+    while STARTED:
+        STARTED.pop().recover()
 
 
 @pytest.fixture(scope="module")

@@ -256,6 +256,22 @@ class InlineExecutor:
         return None
 
 
+def load_registries(agent: str) -> None:
+    """Fill every plug-in registry in this thread before cells run side by side: a registry loads
+    lazily on first use, and two threads racing into that first load can see it empty. Looking the
+    agent up also refuses an unknown agent before any cell starts."""
+    from sregym.injectors.api import INJECTORS
+    from sregym.oracles.api import MITIGATION_ORACLES
+    from sregym.oracles.diagnosis import DIAGNOSIS_ORACLES
+
+    from sregym.agentplane.agents import AGENTS
+
+    for registry in (INJECTORS, MITIGATION_ORACLES, DIAGNOSIS_ORACLES, AGENTS):
+        registry.load()
+    if agent != "oracle":  # the conductor builds the oracle agent itself
+        AGENTS.get(agent)
+
+
 def _default_run_fn() -> RunFn:
     from sregym.conductor.run import run_problem  # the engine's; tests pass their own
 
@@ -361,6 +377,8 @@ class SuiteRunner:
         """Run every pending cell; returns what ran. Raises on a prerequisite or input error, or
         after ``max_consecutive_errors`` failed runs in a row."""
         todo = self.pending(resume=resume)
+        if todo and self.run_fn is _default_run_fn():
+            load_registries(self.agent)
         summary = SuiteSummary(planned=len(self.cells), skipped=len(self.cells) - len(todo))
         self.out_dir.mkdir(parents=True, exist_ok=True)
         end_index_line(self.out_dir)
@@ -427,10 +445,16 @@ class SuiteRunner:
 
     def _start(self, pending: list[Cell], running: dict[Future, Running], pool: Any, progress: Progress,
                task: Any) -> None:
-        """Start as many pending cells as free slots, conflicts and node leases allow."""
+        """Start as many pending cells as free slots, conflicts and node leases allow. Rounds repeat
+        because a cell started in one round frees the next slot namespace for another of its app."""
+        while self._start_round(pending, running, pool, progress, task):
+            pass
+
+    def _start_round(self, pending: list[Cell], running: dict[Future, Running], pool: Any, progress: Progress,
+                     task: Any) -> int:
         free = self.parallel - len(running)
         if free <= 0 or not pending:
-            return
+            return 0
         held = [r.claims for r in running.values()]
         used_ns = [r.namespace for r in running.values()]
         options: list[tuple[int, frozenset[str], str]] = []
@@ -461,3 +485,4 @@ class SuiteRunner:
             started.append(i)
         for i in sorted(started, reverse=True):
             del pending[i]
+        return len(started)

@@ -170,3 +170,11 @@ def test_parallel_runs_never_overlap_conflicting_cells(tmp_path):
         assert x[3] != y[3], f"two runs shared namespace {x[3]}"
         assert not (x[0].startswith("n") and y[0].startswith("n")), "two node-level faults ran at once"
     assert {c[3] for c in engine.calls if c[0].startswith("a")} >= {"hotel", "hotel-p1"}
+
+
+def test_two_cells_of_one_app_start_together_in_separate_namespaces(tmp_path):
+    engine = FakeEngine(sleep=0.2)
+    runner(tmp_path, engine, [problem("a1", app="hotel")], parallel=2).run()
+    first_two = {c[3] for c in engine.calls[:2]}
+    assert first_two == {"hotel", "hotel-p1"}
+    assert any(x[3] != y[3] for x, y in engine.overlaps)

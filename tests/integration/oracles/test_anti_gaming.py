@@ -17,7 +17,7 @@ import time
 
 import anyio
 import pytest
-from gaming_strategies import STRATEGIES, play, wait_settled
+from gaming_strategies import STRATEGIES, play
 
 from sregym.conductor.appdriver import app_driver
 from sregym.conductor.faultplane import FaultPlane
@@ -78,7 +78,7 @@ async def gamed(problem, strategy: str, cluster):
     try:
         player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False))
         await player.play_until(math.inf)
-        await anyio.to_thread.run_sync(play, strategy, cluster.kube, app.namespace)
+        await anyio.to_thread.run_sync(play, strategy, cluster.kube, app.namespace, 20)
         persists = False
         for f in problem.root_cause_faults:
             check = await plane.verify(f.id, timeout=5)
@@ -89,7 +89,7 @@ async def gamed(problem, strategy: str, cluster):
         with anyio.CancelScope(shield=True):
             if not await plane.recover_all():
                 journal.close()
-            await anyio.to_thread.run_sync(wait_settled, cluster.kube, app.namespace, 90)
+            # the next case's deploy waits until the app is healthy again
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -11,6 +11,7 @@ import importlib
 import importlib.util
 import pkgutil
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -31,6 +32,7 @@ class Registry(Generic[T]):
         self._items: dict[str, T] = {}
         self._origins: dict[str, str] = {}
         self._loaded = False
+        self._lock = threading.RLock()
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: ``@INJECTORS.register("pod_kill")``."""
@@ -51,14 +53,18 @@ class Registry(Generic[T]):
         """Import built-ins (every module of the builtin package) and entry points, once."""
         if self._loaded:
             return
-        self._loaded = True
-        if self.builtin_package:
-            import_package_modules(self.builtin_package)
-        if self.group:
-            for ep in entry_points(group=self.group):
-                if ep.value == self.builtin_package:
-                    continue
-                import_package_modules(ep.value)
+        # Suite workers look names up from several threads: the first loads, the others wait.
+        with self._lock:
+            if self._loaded:
+                return
+            if self.builtin_package:
+                import_package_modules(self.builtin_package)
+            if self.group:
+                for ep in entry_points(group=self.group):
+                    if ep.value == self.builtin_package:
+                        continue
+                    import_package_modules(ep.value)
+            self._loaded = True
 
     def get(self, name: str) -> T:
         self.load()

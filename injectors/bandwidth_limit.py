@@ -35,8 +35,8 @@ class BandwidthLimit(PodNetworkFault[BandwidthParams]):
         self.in_netns(state, tbf_script(self.params.rate, self.params.burst, self.params.latency))
 
     def verify(self, state: dict[str, Any]) -> Verification:
-        out = self.in_netns(state, root_qdisc_script(), check=False) or ""
-        return Verification(out.startswith("qdisc tbf") and f"rate {self.params.rate.upper()}" in out.upper(),
+        out = (self.in_netns(state, root_qdisc_script(), check=False) or "").strip()
+        return Verification(out.startswith("qdisc tbf") and f"RATE {self.params.rate.upper()}" in out.upper(),
                             out.strip().splitlines()[0] if out.strip() else "pod gone")
 
     def recover(self, state: dict[str, Any]) -> None:

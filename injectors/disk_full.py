@@ -15,7 +15,7 @@ FILL = Mechanism("fill-volume", "allocate one hidden file that takes the volume'
 
 # Prints "<st_dev of path> <st_dev of the node's root> <free bytes, root reserve included> <block size>".
 _STAT = ("import os,sys\np=sys.argv[1]\nv=os.statvfs(p)\n"
-         "print(os.stat(p).st_dev, os.stat('/proc/1/root/').st_dev, v.f_bfree*v.f_frsize, v.f_frsize)\n")
+         "print(os.stat(p).st_dev, os.stat(sys.argv[2]).st_dev, v.f_bfree*v.f_frsize, v.f_frsize)\n")
 # Allocates a file of the given size (real blocks: fallocate, else writes).
 _FILL = ("import os,sys\nfd=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT,0o600)\nn=int(sys.argv[2])\n"
          "try:\n os.posix_fallocate(fd,0,n)\nexcept OSError:\n"
@@ -50,7 +50,7 @@ class DiskFull(Injector[DiskFullParams]):
         tc = pick_container(self.ctx, self.target)
         runner, pid = target_pid(self.ctx, tc)
         where = f"/proc/{pid}/root{self.params.path}"
-        out = runner.run(["python3", "-c", _STAT, where], check=False)
+        out = runner.run(["python3", "-c", _STAT, where, runner.host_path("/")], check=False)
         if out.returncode != 0:
             raise UserInputError(f"params.path: {self.params.path} is not a directory in {tc.pod}/{tc.container}")
         dev, root_dev, free, _ = (int(x) for x in out.stdout.split())
@@ -66,7 +66,7 @@ class DiskFull(Injector[DiskFullParams]):
     def inject(self, state: dict[str, Any]) -> None:
         runner = node_runner(self.ctx, state["container"]["node"])
         where = state["file"].rsplit("/", 1)[0]
-        free = int(runner.run(["python3", "-c", _STAT, where]).stdout.split()[2])
+        free = int(runner.run(["python3", "-c", _STAT, where, runner.host_path("/")]).stdout.split()[2])
         size = max(0, free - self.params.leave_bytes)
         if size:
             runner.run(["python3", "-c", _FILL, state["file"], str(size)], check=False, timeout=600)

@@ -108,7 +108,11 @@ def edit(kind: str, namespace: str | None, name: str, path: list[str | int], bef
 def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
     """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in reverse order."""
     for e in reversed(edits) if undo else edits:
-        set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
+        try:
+            set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
+        except FaultError:
+            if not undo:
+                raise  # undo: an object that is gone has nothing left to restore
 
 
 def create_object(kube: Any, manifest: dict) -> None:

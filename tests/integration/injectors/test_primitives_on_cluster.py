@@ -20,7 +20,7 @@ from sregym.injectors.objects import create_object, delete_object, get_object, l
 pytestmark = pytest.mark.cluster
 NS = "webshop-t"
 WEB = Selector(kind="Deployment", name="web")
-TELLING = re.compile(r"chaos|fault|inject", re.IGNORECASE)
+TELLING = re.compile(r"chaos|(?<![a-z])fault|inject", re.IGNORECASE)  # not "default"
 
 
 def _ready_pods(kube, app: str) -> list[dict]:
@@ -77,7 +77,7 @@ def service_url(kube, path: str, name: str = "web") -> str:
 
 
 def node_of_web(kube) -> str:
-    return _ready_pods(kube, "web")[0]["spec"]["nodeName"]
+    return wait_until(lambda: _ready_pods(kube, "web"), 120, 1, "a ready web pod")[0]["spec"]["nodeName"]
 
 
 def healthy(kube) -> None:
@@ -360,10 +360,11 @@ def test_load_surge_scales_the_generator(ctx, app):
 
 
 def test_nothing_injected_carries_a_telling_name(ctx, app):
+    node = node_of_web(app)
     cycles = [start(ctx, "resource_quota", {}, WEB),
               start(ctx, "unschedulable", {"how": "taint"}, WEB),
               start(ctx, "packet_loss", {"probability": 0.1}, Selector(kind="Deployment", name="peer"),
-                    node=node_of_web(app))]
+                    node=node)]
     try:
         for kind in ("ResourceQuota", "Pod", "Deployment", "Service", "ConfigMap", "Role", "Event"):
             for obj in list_objects(app, kind, NS):
@@ -505,9 +506,12 @@ def test_pvc_problem_leaves_new_pods_pending(ctx, app, tmp_path, how):
             app, "PersistentVolumeClaim", "files-v2", NS), 120, 2, "files healthy, claim gone")
         c.recover()
     finally:
+        while STARTED:  # recover while the Deployment still exists
+            STARTED.pop().recover()
         delete_object(app, "Deployment", "files", NS)
         delete_object(app, "PersistentVolumeClaim", "files", NS)
         delete_object(app, "PersistentVolume", pv, None)
+        wait_until(lambda: get_object(app, "PersistentVolumeClaim", "files", NS) is None, 120, 2, "claim gone")
 
 
 def test_network_policy_deny_cuts_the_dependency(ctx, app, caps):

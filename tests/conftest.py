@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,42 @@ def cluster() -> ClusterHandle:
     return handle
 
 
+# Whole-problem suites: minutes per test. They run last so a time budget cuts them first.
+SLOW = ("tests/integration/oracles/test_anti_gaming.py", "tests/integration/problems/",
+        "tests/integration/report/test_suite_on_cluster.py", "tests/integration/apps/test_app_misconfiguration.py")
+_START = time.monotonic()
+
+
+def _rank(item) -> int:
+    if item.get_closest_marker("lifecycle"):
+        return 0  # they stop and restart the shared cluster: before everything else
+    if item.nodeid.startswith("tests/unit/"):
+        return 1
+    if item.nodeid.startswith(SLOW[0]):
+        return 4  # the anti-gaming matrix is the most expensive: last
+    if item.nodeid.startswith(SLOW):
+        return 3
+    return 2
+
+
 def pytest_collection_modifyitems(config, items):
-    """Lifecycle tests stop and restart the shared cluster: run them before everything else."""
-    items.sort(key=lambda item: 0 if item.get_closest_marker("lifecycle") else 1)
+    items.sort(key=_rank)  # stable: file order is kept inside each rank
+
+
+def pytest_runtest_setup(item):
+    """With SREGYM_TEST_BUDGET_SECONDS (CI sets it from its 90-minute limit), tests that would
+    start after the budget is spent are skipped, with the reason shown by ``-rs``: a run that
+    overruns CI's limit would report nothing at all."""
+    budget = os.environ.get("SREGYM_TEST_BUDGET_SECONDS")
+    if budget and time.monotonic() - _START > float(budget):
+        pytest.skip(f"time budget of {float(budget):.0f}s for this run is spent "
+                    "(SREGYM_TEST_BUDGET_SECONDS); run this test on its own or without the budget")
+
+
+def pytest_runtest_logreport(report):
+    """With SREGYM_TEST_TIMINGS=FILE, append each test's duration as it finishes (CI keeps the
+    figures even when a run is cut short)."""
+    path = os.environ.get("SREGYM_TEST_TIMINGS")
+    if path and report.when == "call" or (path and report.outcome != "passed"):
+        with open(path, "a") as f:
+            f.write(f"{report.duration:8.1f}s {report.when:<8} {report.outcome:<7} {report.nodeid}\n")

@@ -117,11 +117,17 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
                            run_seed=0)
         player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False),
                                 verify_timeout=verify_timeout, note=phases.note)
-        await step("inject and verify", inject)
-        await step("mitigation oracle fails while faulty", mitigation, expect=False)
-        await step("recover", recover)
-        await step("mitigation oracle passes after recovery", mitigation)
-        await step("app healthy again", healthy_again)
+        if problem.no_op:
+            # A control: nothing is broken, so the oracle must pass as it stands (an agent that
+            # "fixes" something anyway is caught by the wrong-remediation penalty, not here).
+            await step("mitigation oracle passes with nothing to fix", mitigation)
+            await step("app healthy", healthy_again)
+        else:
+            await step("inject and verify", inject)
+            await step("mitigation oracle fails while faulty", mitigation, expect=False)
+            await step("recover", recover)
+            await step("mitigation oracle passes after recovery", mitigation)
+            await step("app healthy again", healthy_again)
     except _Failed:
         pass
     finally:

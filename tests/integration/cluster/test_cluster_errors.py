@@ -50,6 +50,8 @@ def test_port_in_use_names_the_port_and_component(cluster):
     from sregym.cluster.local.provider import LocalCluster
     from sregym.core.errors import PrerequisiteError
 
+    if cluster.provider != "local":
+        pytest.skip("local provider only")
     # The session's cluster holds the default ports, so a second cluster's preflight must refuse.
     # (Only the preflight runs: this test must never be able to start a second cluster.)
     assert LocalCluster(cluster.name).is_up()

@@ -22,6 +22,8 @@ from sregym.cluster.images import build_images, image_ref
 from sregym.cluster.local.paths import LocalPaths
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 
+from polling import eventually
+
 # Words the fault plane's objects carry and the agent must never find (plus each app's problem id).
 SECRET_WORDS = ("chaos", "fault", "inject", "injector", "injection")
 
@@ -49,17 +51,6 @@ class H(http.server.BaseHTTPRequestHandler):
     def log_message(self, *a): pass
 http.server.HTTPServer(('', 8000), H).serve_forever()
 """
-
-
-def eventually(check, timeout: float = 120, every: float = 3):
-    """The first truthy result of ``check()`` within ``timeout`` seconds (None when there is none)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(every)
-    return None
 
 
 def ensure_namespace(core: client.CoreV1Api, name: str) -> None:

@@ -8,6 +8,7 @@ import httpx
 import pytest
 
 from sregym.apps.slo import query_value
+from polling import eventually as _eventually
 
 
 def prom(observability: dict, query: str) -> float | None:
@@ -16,14 +17,7 @@ def prom(observability: dict, query: str) -> float | None:
 
 def eventually(check, *, timeout: float, every: float = 5.0, what: str = "condition"):
     """Call ``check`` until it returns a truthy value; fail the test with ``what`` after ``timeout``."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = check()
-        if last:
-            return last
-        time.sleep(every)
-    pytest.fail(f"{what} did not hold within {timeout:.0f}s (last: {last!r})")
+    return _eventually(check, timeout, every, what)
 
 
 def traces(observability: dict, service: str, **params) -> list[dict]:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from sregym.cluster.kube import helm_path
+from polling import eventually
 
 pytestmark = pytest.mark.cluster
 TESTDATA = Path(__file__).parent / "testdata"
@@ -20,13 +21,7 @@ def _apply(cluster, docs: list[dict]) -> None:
 
 
 def _wait(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(1)
-    raise AssertionError(f"timed out waiting for {what}")
+    return eventually(predicate, timeout, 1, what)
 
 
 def test_node_is_ready_and_coredns_runs(cluster):

@@ -13,6 +13,7 @@ from typing import Any
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.injectors import INJECTORS, FaultContext, Verification
 from sregym.core.problem import Selector
+from polling import eventually
 
 IMAGE = "sregym/base:bookworm"
 SERVER = r"""
@@ -111,14 +112,7 @@ def get(url: str, timeout: float = 3) -> tuple[int, str]:
 
 
 def wait_until(check, timeout: float = 90, interval: float = 1.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
+    return eventually(check, timeout, interval, what)
 
 
 @dataclass

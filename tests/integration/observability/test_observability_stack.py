@@ -14,6 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from sregym.apps import observability
 from sregym.cluster.images import build_images, image_ref
+from polling import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -27,17 +28,6 @@ def post(url: str, body: bytes, content_type: str) -> int:
     request = urllib.request.Request(url, data=body, headers={"Content-Type": content_type}, method="POST")
     with urllib.request.urlopen(request, timeout=20) as response:
         return response.status
-
-
-def eventually(check, timeout: float = 120, every: float = 3):
-    """The first truthy result of ``check()`` within ``timeout`` seconds (None when there is none)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(every)
-    return None
 
 
 def prom_query(base: str, expr: str) -> list[dict]:

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from sregym.oracles import MITIGATION_ORACLES, MitigationContext
+from polling import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -92,13 +93,7 @@ def check(kube, ns: str, oracle: str, params: dict, **ctx_kw):
 
 
 def wait_for(predicate, timeout: float = 60, interval: float = 1.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(interval)
-    raise AssertionError("condition not reached in time")
+    return eventually(predicate, timeout, interval, "condition")
 
 
 # -- fault-specific state ---------------------------------------------------------------------

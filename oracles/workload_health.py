@@ -37,6 +37,12 @@ def restart_counts(pods: list[dict]) -> dict[str, int]:
     return out
 
 
+def not_terminating(pods: list[dict]) -> list[dict]:
+    """Pods not being deleted: a terminating pod (say the crash-looping one a fixed rollout is
+    replacing) is on its way out, and its last restarts say nothing about the workload now."""
+    return [p for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
 def pod_names(pods: list[dict]) -> dict[str, str]:
     return {p["metadata"]["uid"]: p["metadata"]["name"] for p in pods}
 
@@ -122,7 +128,7 @@ class WorkloadHealth(MitigationOracle):
                     problems.append(f"{w['kind']}/{w['metadata']['name']}: {available}/{expected} available")
                 labels = w.get("spec", {}).get("selector", {}).get("matchLabels") or {}
                 if labels:
-                    pods += pods_matching(self.ctx.kube, ns, labels)
+                    pods += not_terminating(pods_matching(self.ctx.kube, ns, labels))
             problems += bad_containers(pods)
             counts = restart_counts(pods)
             names.update(pod_names(pods))

@@ -37,6 +37,8 @@ IMAGES = {"prometheus": "prometheus", "nodeExporter": "node-exporter", "traceSto
           "logQuery": "log-query"}
 IN_CLUSTER_OTLP = f"http://jaeger-collector.{OBSERVABILITY_NAMESPACE}.svc:4318/v1/traces"
 _ENV = {"prometheus": "SREGYM_PROMETHEUS_URL", "traces": "SREGYM_TRACES_URL", "logs": "SREGYM_LOGS_URL"}
+# plus where this host sends OTLP spans (tests and demos only; the apps use the in-cluster address)
+_HOST_ENV = {**_ENV, "otlp": "SREGYM_OTLP_URL"}
 # where each endpoint answers when it is up
 _HEALTH = {"prometheus": "/-/ready", "traces": "/api/services", "logs": "/healthz"}
 
@@ -85,13 +87,11 @@ def endpoints(cluster: ClusterHandle) -> dict[str, str]:
     """URLs reachable from this host: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
     ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from this host)."""
     ports = node_ports()
-    found = {name: os.environ.get(env) for name, env in _ENV.items()}
-    host = None
-    if not all(found.values()):
-        host = node_address(cluster)
+    found = {name: os.environ.get(env) for name, env in _HOST_ENV.items()}
+    host = None if all(found.values()) else node_address(cluster)
     urls = {name: (found[name] or f"http://{host}:{ports[name]}").rstrip("/") for name in _ENV}
     urls["otlp_traces_url"] = IN_CLUSTER_OTLP
-    urls["otlp_host_url"] = f"http://{host or '127.0.0.1'}:{ports['otlp']}/v1/traces"
+    urls["otlp_host_url"] = (found["otlp"] or f"http://{host}:{ports['otlp']}").rstrip("/") + "/v1/traces"
     return urls
 
 

@@ -77,7 +77,11 @@ def attach(app: web.Application, service: str, targets: list[str]) -> None:
     """Create one pooled HTTP session and a Downstream per target when ``app`` starts."""
 
     async def lifecycle(app: web.Application):
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=config.integer("CALL_POOL_SIZE", 50)))
+        # One connection per call unless CALL_KEEPALIVE is set: a kept-alive connection outlives a
+        # Service change (kube-proxy leaves established flows alone), so a wrong targetPort or
+        # selector would only show once the pool happened to reconnect.
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(
+            limit=config.integer("CALL_POOL_SIZE", 50), force_close=not config.flag("CALL_KEEPALIVE", False)))
         app[DOWNSTREAMS] = {t: Downstream(service, t, session) for t in targets}
         yield
         await session.close()

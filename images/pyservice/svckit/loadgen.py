@@ -101,7 +101,10 @@ class LoadGenerator:
 
     async def run(self, _app: web.Application):
         """Start the open loop as an aiohttp cleanup context."""
-        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=self.max_in_flight))
+        # like the services' clients (svckit.client): a new connection per request, so users see
+        # a change to the frontend's Service at once (LOADGEN_KEEPALIVE=1 pools connections)
+        session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(
+            limit=self.max_in_flight, force_close=not config.flag("LOADGEN_KEEPALIVE", False)))
         names, weights = list(self.mix), list(self.mix.values())
 
         async def loop() -> None:

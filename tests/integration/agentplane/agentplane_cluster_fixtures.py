@@ -5,7 +5,6 @@ namespace that shouts the words the agent must never see, and the agent's RBAC-l
 from __future__ import annotations
 
 import json
-import os
 import time
 import urllib.request
 import uuid
@@ -85,29 +84,13 @@ def local_socket(cluster) -> Path | None:
 
 @pytest.fixture(scope="module")
 def stack(cluster):
-    """The observability stack (built and deployed once; reused when already healthy).
-
-    On the local node the URLs are the Services' ClusterIPs, which the host reaches through
-    kube-proxy (NodePorts on 127.0.0.1 need route_localnet, which the local cluster does not set)."""
+    """The observability stack (built and deployed once; reused when already healthy), with the
+    URLs this host reaches it at. Nothing is put in os.environ: that would leak into later tests."""
     socket = local_socket(cluster)
-    if socket is None:
-        observability.deploy_observability(cluster, timeout=300)
-        return observability.endpoints(cluster)
-    build_images(["base", *observability.IMAGES.values()], provider="local", cluster="default", socket=socket)
-    observability.deploy_observability(cluster, wait=False)
-    core = cluster.kube.core
-    urls = {}
-    for key, env, service in (("prometheus", "SREGYM_PROMETHEUS_URL", "prometheus"),
-                              ("traces", "SREGYM_TRACES_URL", "jaeger-query"), ("logs", "SREGYM_LOGS_URL", "log-query"),
-                              ("otlp", None, "jaeger-collector")):
-        svc = core.read_namespaced_service(service, OBSERVABILITY_NAMESPACE)
-        urls[key] = f"http://{svc.spec.cluster_ip}:{svc.spec.ports[0].port}"
-        if env:
-            os.environ.setdefault(env, urls[key])
-    observability.wait_ready(cluster, timeout=300)
-    found = observability.endpoints(cluster)
-    found["otlp_host_url"] = urls["otlp"] + "/v1/traces"
-    return found
+    if socket is not None:
+        build_images(["base", *observability.IMAGES.values()], provider="local", cluster="default", socket=socket)
+    observability.deploy_observability(cluster, timeout=300)
+    return observability.endpoints(cluster)
 
 
 def _pod(name: str, command: list[str], labels: dict[str, str], annotations: dict[str, str] | None = None) -> client.V1Pod:

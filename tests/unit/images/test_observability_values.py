@@ -20,7 +20,7 @@ def test_install_pins_each_image_to_its_input_hash_and_hides_the_fault_plane():
 
 
 def test_kind_endpoints_are_loopback_node_ports(monkeypatch):
-    for env in ("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL", "SREGYM_LOGS_URL"):
+    for env in ("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL", "SREGYM_LOGS_URL", "SREGYM_OTLP_URL"):
         monkeypatch.delenv(env, raising=False)
     urls = observability.endpoints(KIND)
     ports = observability.node_ports()
@@ -34,6 +34,8 @@ def test_environment_overrides_every_url(monkeypatch):
     monkeypatch.setenv("SREGYM_PROMETHEUS_URL", "http://p:1/")
     monkeypatch.setenv("SREGYM_TRACES_URL", "http://t:2")
     monkeypatch.setenv("SREGYM_LOGS_URL", "http://l:3")
+    monkeypatch.setenv("SREGYM_OTLP_URL", "http://o:4/")
     existing = ClusterHandle("lab", "existing", Path("/nonexistent/kubeconfig"))
     urls = observability.endpoints(existing)  # no node lookup needed: nothing touches the cluster
     assert (urls["prometheus"], urls["traces"], urls["logs"]) == ("http://p:1", "http://t:2", "http://l:3")
+    assert urls["otlp_host_url"] == "http://o:4/v1/traces"

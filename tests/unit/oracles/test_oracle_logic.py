@@ -9,7 +9,7 @@ import pytest
 from oracles.quota import binding
 from oracles.scheduling import unschedulable
 from oracles.storage import parse_df, parse_read_all
-from oracles.workload_health import bad_containers, restart_counts
+from oracles.workload_health import bad_containers, not_terminating, restart_counts
 from sregym.core.errors import ClusterError, UserInputError
 from sregym.oracles.fields import MISSING, Condition, lookup
 from sregym.oracles.netpol import Endpoint, denying_policies
@@ -156,6 +156,16 @@ def test_restart_counts_and_crash_loops_from_pod_status():
     backoff = [{"metadata": {"uid": "u2", "name": "geo-2"}, "spec": {}, "status": {"containerStatuses": [
         {"name": "geo", "restartCount": 2, "state": {"terminated": {"exitCode": 3}}}]}}]
     assert bad_containers(backoff) == ["geo-2/geo: CrashLoop (exit 3, 2 restarts)"]
+
+
+def test_a_terminating_pod_no_longer_counts():
+    """After a fix rolls out, the old crash-looping pod may linger while it is deleted."""
+    old = {"metadata": {"uid": "u1", "name": "rec-old", "deletionTimestamp": "2026-11-22T02:00:00Z"}, "spec": {},
+           "status": {"containerStatuses": [{"name": "rec", "restartCount": 4, "state": {"terminated": {"exitCode": 137}}}]}}
+    new = {"metadata": {"uid": "u2", "name": "rec-new"}, "spec": {},
+           "status": {"containerStatuses": [{"name": "rec", "restartCount": 0, "state": {"running": {}}}]}}
+    assert not_terminating([old, new]) == [new]
+    assert bad_containers(not_terminating([old, new])) == []
 
 
 def test_storage_output_parsing():

@@ -22,8 +22,9 @@ from sregym.injectors.objects import poll
 
 DM_DUST = Mechanism("dm-dust", "copy the file onto a dm-dust device whose bad blocks fail reads, and mount it "
                     "over the file in the container", ("device_mapper", "dm_dust", "loop", "nsenter", "python3"))
-FUSE = Mechanism("fuse-bad-blocks", "mount a FUSE file system on the file in the container's mount namespace "
-                 "that serves the real data and fails reads of the bad blocks", ("fuse", "nsenter", "python3"))
+FUSE = Mechanism("fuse-bad-blocks", "mount a FUSE file system that serves the real data and fails reads of "
+                 "the bad blocks on the file in the volume's directory on the node (so restarted containers "
+                 "keep it) and clone it into the running container", ("fuse", "nsenter", "python3"))
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 
 # Checks from the node, through the container's own root, that a block read fails with the errno.
@@ -43,6 +44,44 @@ _UNMOUNT = ("import ctypes,os,sys\nlibc=ctypes.CDLL(None,use_errno=True)\n"
             "ns=os.open(f'/proc/{sys.argv[1]}/ns/mnt',os.O_RDONLY)\n"
             "assert libc.setns(ns,0x00020000)==0,os.strerror(ctypes.get_errno())\n"
             "assert libc.umount2(sys.argv[2].encode(),2)==0,os.strerror(ctypes.get_errno())\n")
+
+# The same file as this node sees it (prints nothing when it has no path there, e.g. a file of the
+# container's own root): the container's mount that holds the file is matched to a mount of the
+# same device here, and the candidate is accepted only if it is the same inode.
+_NODE_PATH = (
+    "import os,sys,re\npid,path=sys.argv[1],sys.argv[2]\n"
+    "u=lambda x:re.sub(r'\\\\([0-7]{3})',lambda m:chr(int(m.group(1),8)),x)\n"
+    "def mounts(p):\n return [(a[2],u(a[3]),u(a[4])) for a in (l.split(' - ',1)[0].split() for l in open(f'/proc/{p}/mountinfo'))]\n"
+    "inside=lambda p,d:d=='/' or p==d or p.startswith(d.rstrip('/')+'/')\n"
+    "st=os.stat(f'/proc/{pid}/root'+path)\n"
+    "dev,root,mp=max((m for m in mounts(pid) if inside(path,m[2])),key=lambda m:len(m[2]))\n"
+    "rel=os.path.relpath(path,mp)\n"
+    "for d,r,m in mounts('self'):\n"
+    " if d!=dev or not inside(root,r) or m.startswith('/proc'): continue\n"
+    " c=os.path.normpath(os.path.join(m,os.path.relpath(root,r),rel))\n"
+    " try: s=os.stat(c)\n except OSError: continue\n"
+    " if (s.st_dev,s.st_ino)==(st.st_dev,st.st_ino): print(c); break\n")
+# Lazily unmounts our file systems (fuse, source "volume") on the given paths in every mount
+# namespace of the node: the node's own, the running container's, and the copies that containers
+# started since then took with the volume. Prints how many came off.
+_UNMOUNT_EVERYWHERE = (
+    "import ctypes,os,sys\nlibc=ctypes.CDLL(None,use_errno=True)\npaths=set(sys.argv[1:])\n"
+    "me=os.open('/proc/self/ns/mnt',os.O_RDONLY)\nseen=set();n=0\n"
+    "for p in [p for p in os.listdir('/proc') if p.isdigit()]:\n"
+    " try:\n"
+    "  ino=os.stat(f'/proc/{p}/ns/mnt').st_ino\n"
+    "  if ino in seen: continue\n"
+    "  seen.add(ino)\n"
+    "  hits=[a.split()[4] for a,b in (l.split(' - ',1) for l in open(f'/proc/{p}/mountinfo'))\n"
+    "        if b.split()[:2]==['fuse','volume'] and a.split()[4] in paths]\n"
+    "  if not hits: continue\n"
+    "  ns=os.open(f'/proc/{p}/ns/mnt',os.O_RDONLY)\n"
+    " except OSError: continue\n"
+    " if libc.setns(ns,0x00020000)!=0: continue\n"
+    " for h in reversed(hits): n+=libc.umount2(h.encode(),2)==0\n"
+    " os.close(ns)\n"
+    " assert libc.setns(me,0x00020000)==0\n"
+    "print(n)\n")
 
 
 class LatentSectorErrorParams(BaseModel):
@@ -83,7 +122,10 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
             blocks = self.params.blocks or choose_blocks(self.ctx.seed, path, size, self.params.block_size,
                                                          self.params.count)
             token = "v" + hashlib.sha256(f"{tc.pod_uid}:{path}".encode()).hexdigest()[:12]
-            files.append({"path": path, "size": size, "blocks": blocks, "token": token})
+            node_path = ""
+            if self.mechanism.name == FUSE.name:
+                node_path = runner.run(["python3", "-c", _NODE_PATH, str(pid), path], check=False).stdout.strip()
+            files.append({"path": path, "size": size, "blocks": blocks, "token": token, "node_path": node_path})
         return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
                 "files": files, "mechanism": self.mechanism.name}
 
@@ -118,14 +160,27 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
             else:
                 self._inject_fuse(runner, state, f, tc)
 
+    def _on_node(self, runner: Any, f: dict[str, Any]) -> bool:
+        """Whether our file system is mounted on the file's path on the node."""
+        out = runner.run(["python3", "-c", _TOP_MOUNT, "self", f["node_path"]], check=False).stdout.split()
+        return out[:2] == ["fuse", "volume"]
+
     def _inject_fuse(self, runner: Any, state: dict[str, Any], f: dict[str, Any], tc: TargetContainer) -> None:
-        install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
+        """Serve the file through sectorfs: mounted on the volume's directory on the node when the
+        file has a path there (so a restarted container still has the bad blocks) and cloned into
+        the running container; else mounted in the container only."""
         log = f"{WORK_DIR}/{f['token']}.log"
-        spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
-                       ",".join(map(str, f["blocks"])), self.params.errno, f["token"]], log=log)
-        if not poll(lambda: self._mounted(runner, state, f), timeout=15, interval=0.3):
-            out = runner.run(["cat", log], check=False).stdout.strip()
-            raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
+        node_path = f.get("node_path") or ""
+        if not (node_path and self._on_node(runner, f)):
+            install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
+            spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
+                           ",".join(map(str, f["blocks"])), self.params.errno, f["token"], node_path], log=log)
+            up = (lambda: self._on_node(runner, f)) if node_path else (lambda: self._mounted(runner, state, f))
+            if not poll(up, timeout=15, interval=0.3):
+                out = runner.run(["cat", log], check=False).stdout.strip()
+                raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
+        if node_path and not self._mounted(runner, state, f):
+            runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, node_path, str(state["pid"]), f["path"]])
 
     def _dust_paths(self, f: dict[str, Any]) -> tuple[str, str, str]:
         image, mnt = f"{WORK_DIR}/{f['token']}.img", f"{WORK_DIR}/{f['token']}.mnt"
@@ -162,6 +217,8 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
     def recover(self, state: dict[str, Any]) -> None:
         runner = node_runner(self.ctx, state["container"]["node"])
         for f in state["files"]:
+            if f.get("node_path"):  # every copy, wherever containers took it, before the server goes
+                runner.run(["python3", "-c", _UNMOUNT_EVERYWHERE, f["node_path"], f["path"]], check=False)
             if state["mechanism"] == DM_DUST.name:
                 runner.run(["dmsetup", "message", f["token"], "0", "disable"], check=False)
             mounted = False

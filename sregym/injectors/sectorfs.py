@@ -15,8 +15,10 @@ kernel's FUSE protocol directly over ``/dev/fuse`` (no libfuse needed):
 Processes that opened the file before the mount keep their old descriptor (they read the disk
 directly) until they reopen it: the same is true of a bad sector that a cache hides.
 
-Usage: ``python3 sectorfs.py PID PATH BLOCK_SIZE BLOCKS ERRNO [TOKEN]`` (BLOCKS comma separated;
-TOKEN only names the process so recover can find it).
+Usage: ``python3 sectorfs.py PID PATH BLOCK_SIZE BLOCKS ERRNO TOKEN [NODE_PATH]`` (BLOCKS comma
+separated; TOKEN only names the process so recover can find it). With NODE_PATH (the same file as
+the node sees it, on the volume's directory) the mount goes there instead of step 2, and the
+injector clones it into the running container; containers started later inherit it with the volume.
 """
 
 from __future__ import annotations
@@ -148,12 +150,27 @@ def mount_in_container(pid: int, path: str, fuse_fd: int, mode: int) -> None:
         raise OSError(ctypes.get_errno(), f"mount on {path}")
 
 
+def mount_here(path: str, fuse_fd: int, mode: int) -> None:
+    """Mount on ``path`` in this process's own mount namespace (the node's view of the volume)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    opts = f"fd={fuse_fd},rootmode={mode:o},user_id=0,group_id=0,allow_other".encode()
+    if libc.mount(b"volume", path.encode(), b"fuse", MS_NOSUID | MS_NODEV, opts) != 0:
+        raise OSError(ctypes.get_errno(), f"mount on {path}")
+
+
 def main(argv: list[str]) -> None:
     pid, path, block_size, blocks, err = int(argv[1]), argv[2], int(argv[3]), argv[4], argv[5]
+    node_path = argv[7] if len(argv) > 7 and argv[7] else None
     bad = {int(b) for b in blocks.split(",") if b}
     fuse_fd = os.open("/dev/fuse", os.O_RDWR)
-    backing = os.open(f"/proc/{pid}/root/{path.lstrip('/')}", os.O_RDWR)
-    mount_in_container(pid, path, fuse_fd, 0o100000)
+    if node_path:
+        # on the volume's own directory on the node: every container that mounts the volume later
+        # (a restarted database) binds it with this mount inside, as a disk's bad sector would stay
+        backing = os.open(node_path, os.O_RDWR)
+        mount_here(node_path, fuse_fd, 0o100000)
+    else:
+        backing = os.open(f"/proc/{pid}/root/{path.lstrip('/')}", os.O_RDWR)
+        mount_in_container(pid, path, fuse_fd, 0o100000)
     print("serving", flush=True)
     SectorFS(fuse_fd, backing, block_size, bad, getattr(errno, err)).serve()
 

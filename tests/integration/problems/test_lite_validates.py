@@ -16,10 +16,12 @@ from pathlib import Path
 
 import anyio
 import pytest
+from kubernetes import client
 
 from sregym.conductor.validate import validate_problem
 from sregym.core.loader import load_catalog
 from sregym.core.record import RunRecord
+from polling import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -72,9 +74,6 @@ def test_latent_sector_error_noop_agent_fails(cluster, tmp_path):
     assert "volume_readable" in [c.name for c in record.grades.mitigation.checks]
 
 
-@pytest.mark.xfail(strict=True, reason="the fuse-bad-blocks and dm-dust mechanisms mount over the file inside the "
-                   "container's mount namespace, so a new container no longer sees the bad blocks (measured "
-                   "2026-11-21: oracle passes after `kubectl delete pod shop-db-0`)")
 def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
     """Restarting the database must not pass the oracle: the blocks stay bad until the data moves."""
     import secrets
@@ -97,17 +96,29 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
                             window_seconds=5)
 
     def readable() -> bool:
-        return _check_one(oracle.name, {**oracle.params, "window_seconds": 5}, ctx).passed
+        result = _check_one(oracle.name, {**oracle.params, "window_seconds": 5}, ctx)
+        # failing must mean the read failed, not that no pod was there to read through
+        assert result.passed or "Input/output error" in str(result.evidence) + result.message, result
+        return result.passed
 
     async def scenario() -> bool:
         await plane.start(key=fault.id, kind="fault", injector=fault.injector, params=fault.params,
                           target=fault.target, mechanism=fault.mechanism)
         assert (await plane.verify(fault.id, timeout=60)).ok
         assert not readable()
-        cluster.kube.core.delete_namespaced_pod("shop-db-0", "online-shop")
-        time.sleep(5)
-        cluster.kube.kubectl("-n", "online-shop", "wait", "--for=condition=Ready", "pod/shop-db-0",
-                             "--timeout=180s", timeout=200)
+        core = cluster.kube.core
+        old_uid = core.read_namespaced_pod("shop-db-0", "online-shop").metadata.uid
+
+        def new_pod_ready() -> bool:
+            try:
+                pod = core.read_namespaced_pod("shop-db-0", "online-shop")
+            except client.ApiException:
+                return False  # between the old pod's end and the new one's creation
+            return pod.metadata.uid != old_uid and any(
+                c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+        core.delete_namespaced_pod("shop-db-0", "online-shop")
+        eventually(new_pod_ready, timeout=240, every=2, what="a new shop-db-0 Ready")
         return readable()
 
     try:

@@ -104,7 +104,12 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
 
     async def recover():  # noqa: ANN202
         errors = await plane.recover_all()
-        return not errors, "; ".join(errors) or "all faults recovered"
+        if errors:
+            return False, "; ".join(errors)
+        # As the oracle agent does: a fix is graded once the app has had time to come back (a
+        # scaled-up Deployment's pod must start), else the first sample sees the fault's wake.
+        ok, detail = await healthy(180.0)
+        return True, "all faults recovered" + ("" if ok else f"; app not healthy yet: {detail}")
 
     try:
         app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)

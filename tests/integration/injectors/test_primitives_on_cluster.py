@@ -80,6 +80,14 @@ def node_of_web(kube) -> str:
     return wait_until(lambda: _ready_pods(kube, "web"), 120, 1, "a ready web pod")[0]["spec"]["nodeName"]
 
 
+def settled(kube, name: str) -> None:
+    """The Deployment's rollout is complete and its only pod is the ready one (none terminating):
+    a fault planned on it next finds a pod that stays."""
+    kube.kubectl("-n", NS, "rollout", "status", f"deployment/{name}", "--timeout=180s", timeout=200)
+    wait_until(lambda: len(list_objects(kube, "Pod", NS, {"app": name})) == 1 == len(_ready_pods(kube, name)),
+               180, 2, f"{name} down to one ready pod")
+
+
 def healthy(kube) -> None:
     wait_until(lambda: get(service_url(kube, "/"))[0] == 200 and len(_ready_pods(kube, "web")) == 1, 180, 2,
                "web healthy again")
@@ -355,11 +363,12 @@ def test_load_surge_scales_the_generator(ctx, app):
     c = start(ctx, "load_surge", {"replicas": 2, "env": {"RPS": "50"}}, Selector(kind="Deployment", name="peer"))
     c.verify()
     c.recover()
-    wait_until(lambda: len(_ready_pods(app, "peer")) == 1, 120, 2, "generator back to one pod")
+    settled(app, "peer")
     c.recover()
 
 
 def test_nothing_injected_carries_a_telling_name(ctx, app):
+    settled(app, "peer")  # the taint below would leave a replacement peer pod Pending
     node = node_of_web(app)
     cycles = [start(ctx, "resource_quota", {}, WEB),
               start(ctx, "unschedulable", {"how": "taint"}, WEB),
@@ -383,6 +392,8 @@ def test_nothing_injected_carries_a_telling_name(ctx, app):
 @pytest.mark.parametrize("noise", ["noise_pod_restart", "noise_rolling_restart", "noise_cpu_burst",
                                    "noise_network_blip", "noise_load_spike", "noise_log_burst"])
 def test_noise_is_transient_and_never_touches_the_excluded_component(ctx, app, noise):
+    settled(app, "web")
+    settled(app, "peer")
     web_uids = {p["metadata"]["uid"] for p in _ready_pods(app, "web")}
     c = start(ctx, noise, {"duration": 8, "exclude": ["web"]}, Selector(), node=node_of_web(app))
     touched = [c.state.get("pod"), c.state.get("name"), c.state.get("service"), (c.state.get("container") or {}).get("pod")]

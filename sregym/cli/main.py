@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import os
 import pkgutil
+import signal
 import sys
 import traceback
 from collections.abc import Sequence
@@ -109,6 +110,10 @@ def run_cli(argv: Sequence[str] | None = None) -> int:
 
 def main() -> None:
     """Console entry point (``sregym``)."""
+    # SIGTERM (kill, a deleted CronJob pod, a CI timeout) stops like Ctrl-C: a run in flight recovers
+    # its faults and writes its record, then exits 130
+    # (re-sent as SIGINT, so whoever handles Ctrl-C at that moment, e.g. the event loop, handles it)
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
     sys.exit(run_cli())
 
 

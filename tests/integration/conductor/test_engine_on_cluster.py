@@ -162,7 +162,8 @@ def test_seeded_noise_runs_before_the_page_and_is_recovered(cluster, tmp_path, s
     assert open_journals(state) == []
 
 
-def test_ctrl_c_recovers_then_exits_130(cluster, tmp_path, state):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
+def test_ctrl_c_or_sigterm_recovers_then_exits_130(cluster, tmp_path, state, signum):
     out = tmp_path / "runs"
     proc = subprocess.Popen(run_args(cluster, out, grade_window="30"), env=state, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
@@ -170,7 +171,7 @@ def test_ctrl_c_recovers_then_exits_130(cluster, tmp_path, state):
     try:
         wait_for_journal_op(state, "applied", proc)
         time.sleep(1.0)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:

@@ -8,6 +8,7 @@ from typing import Annotated, Optional
 
 import anyio
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
@@ -47,13 +48,26 @@ def list_problems(
             typer.echo(json.dumps({"id": p.id, "title": p.title, "app": p.app.name, "difficulty": p.difficulty.value,
                                    "split": p.split.value, "tags": p.tags.all(), "path": str(lp.path)}))
         return
-    table = Table("id", "app", "difficulty", "split", "layer", "family", "failure mode", "title")
+    console = Console()
+    # ids never wrap or shorten (they are what users copy); other columns come as the width allows
+    width = console.width
+    columns = {"app": width >= 110, "difficulty": True, "split": width >= 110, "layer": True,
+               "family": width >= 150, "failure mode": True, "title": width >= 150}
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
+    table.add_column("id", no_wrap=True, min_width=max((len(lp.id) for lp in chosen), default=2))
+    for name, shown in columns.items():
+        if shown:
+            table.add_column(name, ratio=1 if name == "title" else None, no_wrap=name != "title",
+                             overflow="ellipsis")
     for lp in chosen:
         p = lp.problem
-        table.add_row(p.id, p.app.name, p.difficulty.value, p.split.value, p.tags.layer.value, p.tags.fault_family,
-                      p.tags.failure_mode, p.title)
-    Console().print(table)
-    Console(stderr=True).print(f"[dim]{len(chosen)} problem(s)[/]")
+        cells = {"app": p.app.name, "difficulty": p.difficulty.value, "split": p.split.value,
+                 "layer": p.tags.layer.value, "family": p.tags.fault_family, "failure mode": p.tags.failure_mode,
+                 "title": p.title}
+        table.add_row(p.id, *(cells[name] for name, shown in columns.items() if shown))
+    console.print(table)
+    hint = "" if columns["title"] else "; a wider terminal shows more columns, `sregym show ID` everything"
+    Console(stderr=True).print(f"[dim]{len(chosen)} problem(s){hint}[/]")
 
 
 def public_view(lp: LoadedProblem) -> dict:

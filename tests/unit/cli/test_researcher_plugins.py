@@ -116,3 +116,12 @@ def test_schema_writes_the_four_formats(tmp_path, capsys):
     assert names == ["problem.schema.json", "run-record.schema.json", "suite.schema.json", "trajectory.schema.json"]
     problem = json.loads((tmp_path / "problem.schema.json").read_text())
     assert {"id", "faults", "ground_truth", "oracles"} <= set(problem["properties"])
+
+
+def test_list_fits_an_80_column_terminal_with_whole_ids(monkeypatch, capsys):
+    monkeypatch.setenv("COLUMNS", "80")
+    assert run_cli(["list"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert max(len(line.rstrip()) for line in out) <= 80
+    ids = {line.split()[0] for line in out if line.strip() and not line.strip().startswith(("id", "─"))}
+    assert "hotel_concurrent_oom_and_reservation_probe" in ids and not any(i.endswith("…") for i in ids)

@@ -37,7 +37,8 @@ def cluster() -> ClusterHandle:
 
 # Whole-problem suites: minutes per test. They run last so a time budget cuts them first.
 SLOW = ("tests/integration/oracles/test_anti_gaming.py", "tests/integration/problems/",
-        "tests/integration/report/test_suite_on_cluster.py", "tests/integration/apps/test_app_misconfiguration.py")
+        "tests/integration/report/test_suite_on_cluster.py", "tests/integration/report/test_nightly_on_cluster.py",
+        "tests/integration/apps/test_app_misconfiguration.py")
 _START = time.monotonic()
 
 

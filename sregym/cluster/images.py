@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import fcntl
 import json
+import shutil
+import tempfile
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -152,11 +154,29 @@ def _build_one(recipe: ImageRecipe, found: dict[str, ImageRecipe], digests: dict
     on_event(recipe.name, "building")
     if recipe.kind == "debootstrap":
         podman.build_base(refs, recipes.BASE_SUITE, _base_packages(recipe), archive, log)
+    elif recipe.on_request:
+        with tempfile.TemporaryDirectory(prefix=f"sregym-{recipe.name}-") as tmp:
+            podman.build_dockerfile(assemble(recipe, Path(tmp)), refs, archive, log)
     else:
         podman.build_dockerfile(recipe.context, refs, archive, log)
     (archive.with_suffix(".json")).write_text(json.dumps(
         {"name": recipe.name, "refs": refs, "input_hash": digest,
          "seconds": round(time.monotonic() - started, 1), "bytes": archive.stat().st_size}, indent=1))
+
+
+def assemble(recipe: ImageRecipe, into: Path) -> Path:
+    """An assembled image's build context: its folder, the repository files and the binaries."""
+    from sregym.cluster.kube import helm_path, kubectl_path
+
+    shutil.copytree(recipe.context, into, dirs_exist_ok=True)
+    for path, dest in recipe.extra_files:
+        (into / dest).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, into / dest)
+    where = {"kubectl": kubectl_path, "helm": helm_path}
+    (into / "bin").mkdir(exist_ok=True)
+    for name, _ in recipe.binaries:
+        shutil.copy2(where[name](), into / "bin" / name)
+    return into
 
 
 def known_images(repo: Path | None = None) -> list[str]:

@@ -8,6 +8,11 @@ Two kinds of recipe:
   (build context = that folder). Both are named by their folder (``<name>`` or ``<svc>``), so a
   chart refers to ``sregym/<svc>:<tag>``; two folders with one name are refused.
 
+A Dockerfile folder with a ``context.txt`` is *assembled*: its build context also gets the
+repository paths that file lists (under ``repo/``) and the binaries sregym builds (``binary
+kubectl``, under ``bin/``). Such an image (sregym itself, for the nightly chart) is built only when
+named (``sregym images build --only suite-runner``), never by a plain ``sregym images build``.
+
 An image's input hash covers its recipe files and the input hashes of the sregym images it is built
 ``FROM``, so it is known before anything is built: charts can reference ``sregym/<name>:<hash12>``
 and a rebuild with unchanged inputs is skipped.
@@ -46,6 +51,14 @@ class ImageRecipe:
     # tag kept besides the hash tag, so a Dockerfile or a hand-run chart has a stable reference
     alias_tag: str = "latest"
     files: tuple[Path, ...] = field(default=(), compare=False)
+    # assembled images: (repository path, path in the context) pairs and binaries (name, version)
+    extra_files: tuple[tuple[Path, str], ...] = field(default=(), compare=False)
+    binaries: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def on_request(self) -> bool:
+        """Built only when named: an assembled context copies much of the repository."""
+        return bool(self.extra_files or self.binaries)
 
     @property
     def repository(self) -> str:
@@ -102,8 +115,9 @@ def discover(repo: Path) -> dict[str, ImageRecipe]:
             raise UserInputError(f"{dockerfile}: image name {name!r} is defined twice "
                                  f"(also by {recipes[name].context})", hint="rename one of the folders")
         parents = sregym_parents(dockerfile.read_text())
+        extra, binaries = assembled_context(repo, dockerfile.parent / "context.txt")
         recipes[name] = ImageRecipe(name, dockerfile.parent, "dockerfile", parents,
-                                    files=context_files(dockerfile.parent))
+                                    files=context_files(dockerfile.parent), extra_files=extra, binaries=binaries)
     for recipe in recipes.values():
         for parent in recipe.parents:
             if parent not in recipes:
@@ -111,6 +125,40 @@ def discover(repo: Path) -> dict[str, ImageRecipe]:
                                      f"is not an image this repository defines",
                                      hint=f"known images: {', '.join(sorted(recipes))}")
     return recipes
+
+
+# binaries an assembled context may ask for: name -> (where sregym builds it, version)
+def _binary_versions() -> dict[str, str]:
+    from sregym.cluster.binaries import HELM, KUBERNETES
+
+    return {"kubectl": KUBERNETES.version, "helm": HELM.version}
+
+
+def assembled_context(repo: Path, listing: Path) -> tuple[tuple[tuple[Path, str], ...], tuple[tuple[str, str], ...]]:
+    """What ``listing`` (a ``context.txt``) adds to a build context: repository files (each with its
+    path under ``repo/``) and binaries (name, version). Nothing when there is no listing."""
+    if not listing.is_file():
+        return (), ()
+    files: list[tuple[Path, str]] = []
+    binaries: list[tuple[str, str]] = []
+    known = _binary_versions()
+    for number, raw in enumerate(listing.read_text().splitlines(), 1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        where = f"{listing}:{number}"
+        if line.startswith("binary "):
+            name = line.split(None, 1)[1]
+            if name not in known:
+                raise UserInputError(f"{where}: unknown binary {name!r}", hint=f"known: {', '.join(sorted(known))}")
+            binaries.append((name, known[name]))
+            continue
+        source = (repo / line).resolve()
+        if not source.is_relative_to(repo) or not source.exists():
+            raise UserInputError(f"{where}: {line!r} is not a path in the repository {repo}")
+        for path in (context_files(source) if source.is_dir() else (source,)):
+            files.append((path, "repo/" + path.relative_to(repo).as_posix()))
+    return tuple(files), tuple(binaries)
 
 
 def build_order(recipes: dict[str, ImageRecipe], wanted: list[str] | None = None) -> list[ImageRecipe]:
@@ -130,7 +178,7 @@ def build_order(recipes: dict[str, ImageRecipe], wanted: list[str] | None = None
         visiting.discard(name)
         order.append(recipes[name])
 
-    names = wanted if wanted else sorted(recipes)
+    names = wanted if wanted else sorted(n for n, r in recipes.items() if not r.on_request)
     for name in names:
         if name not in recipes:
             from sregym.core.errors import UnknownNameError
@@ -154,6 +202,12 @@ def input_hash(recipe: ImageRecipe, recipes: dict[str, ImageRecipe], _memo: dict
         mode = "x" if path.stat().st_mode & 0o111 else "-"
         digest.update(f"file {rel} {mode} {path.stat().st_size}\n".encode())
         digest.update(path.read_bytes())
+    for path, dest in recipe.extra_files:
+        mode = "x" if path.stat().st_mode & 0o111 else "-"
+        digest.update(f"extra {dest} {mode} {path.stat().st_size}\n".encode())
+        digest.update(path.read_bytes())
+    for name, version in recipe.binaries:
+        digest.update(f"binary {name} {version}\n".encode())
     memo[recipe.name] = digest.hexdigest()
     return memo[recipe.name]
 

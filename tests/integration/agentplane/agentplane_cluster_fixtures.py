@@ -18,9 +18,9 @@ from kubernetes.client.exceptions import ApiException
 from sregym.apps import observability
 from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
 from sregym.cluster.images import build_images, image_ref
-from sregym.cluster.local.paths import LocalPaths
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 
+from live import local_socket
 from polling import eventually
 
 # Words the fault plane's objects carry and the agent must never find (plus each app's problem id).
@@ -72,14 +72,6 @@ def send_trace(otlp_url: str, service: str) -> None:
                                      headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=20) as response:
         assert response.status == 200
-
-
-def local_socket(cluster) -> Path | None:
-    """The local cluster's containerd socket, also when the tests reach it as an `existing` cluster."""
-    if cluster.provider == "local" and cluster.data_dir:
-        return cluster.data_dir / "containerd" / "containerd.sock"
-    default = LocalPaths().containerd_socket
-    return default if cluster.provider == "existing" and default.exists() else None
 
 
 @pytest.fixture(scope="module")

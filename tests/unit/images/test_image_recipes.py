@@ -94,3 +94,32 @@ def test_same_folder_name_in_two_charts_is_refused(tmp_path):
 def test_sregym_parents_reads_qualified_and_platform_from_lines():
     text = "FROM --platform=linux/amd64 docker.io/sregym/base:bookworm AS b\nFROM sregym/web@sha256:1\nFROM debian\n"
     assert recipes.sregym_parents(text) == ("base", "web")
+
+
+def test_an_assembled_image_is_built_only_when_named_and_hashes_what_it_copies(tmp_path):
+    repo = make_repo(tmp_path)
+    (repo / "tool").mkdir()
+    (repo / "tool/main.py").write_text("print(1)\n")
+    runner = repo / "images/runner"
+    runner.mkdir()
+    (runner / "Dockerfile").write_text("FROM sregym/base:bookworm\nCOPY repo /opt/x\n")
+    (runner / "context.txt").write_text("# comment\ntool\nbinary kubectl\n")
+    found = recipes.discover(repo)
+    assert [dest for _, dest in found["runner"].extra_files] == ["repo/tool/main.py"]
+    assert [name for name, _ in found["runner"].binaries] == ["kubectl"]
+    assert "runner" not in [r.name for r in recipes.build_order(found)]
+    assert [r.name for r in recipes.build_order(found, ["runner"])] == ["base", "runner"]
+    before = recipes.input_hash(found["runner"], found)
+    (repo / "tool/main.py").write_text("print(2)\n")
+    again = recipes.discover(repo)
+    assert recipes.input_hash(again["runner"], again) != before
+
+
+def test_an_assembled_context_naming_a_missing_path_is_refused_with_its_line(tmp_path):
+    repo = make_repo(tmp_path)
+    runner = repo / "images/runner"
+    runner.mkdir()
+    (runner / "Dockerfile").write_text("FROM sregym/base:bookworm\n")
+    (runner / "context.txt").write_text("pyproject.toml\n")
+    with pytest.raises(UserInputError, match=r"context.txt:1: 'pyproject.toml' is not a path"):
+        recipes.discover(repo)

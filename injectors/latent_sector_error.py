@@ -45,22 +45,24 @@ _UNMOUNT = ("import ctypes,os,sys\nlibc=ctypes.CDLL(None,use_errno=True)\n"
             "assert libc.setns(ns,0x00020000)==0,os.strerror(ctypes.get_errno())\n"
             "assert libc.umount2(sys.argv[2].encode(),2)==0,os.strerror(ctypes.get_errno())\n")
 
-# The same file as this node sees it (prints nothing when it has no path there, e.g. a file of the
-# container's own root): the container's mount that holds the file is matched to a mount of the
-# same device here, and the candidate is accepted only if it is the same inode.
+# The same file as the node sees it, or nothing when it has no path there (a file of the container's
+# own root). The node's mount namespace is that of the container's parent, the runtime's shim (from
+# the node pod PID 1 may be unreadable). The container's mount that holds the file is matched to a
+# mount of the same device there; a candidate must be the same inode. Prints "SHIM_PID PATH".
 _NODE_PATH = (
     "import os,sys,re\npid,path=sys.argv[1],sys.argv[2]\n"
+    "node=open(f'/proc/{pid}/stat').read().rsplit(')',1)[1].split()[1]\n"
     "u=lambda x:re.sub(r'\\\\([0-7]{3})',lambda m:chr(int(m.group(1),8)),x)\n"
     "def mounts(p):\n return [(a[2],u(a[3]),u(a[4])) for a in (l.split(' - ',1)[0].split() for l in open(f'/proc/{p}/mountinfo'))]\n"
     "inside=lambda p,d:d=='/' or p==d or p.startswith(d.rstrip('/')+'/')\n"
     "st=os.stat(f'/proc/{pid}/root'+path)\n"
     "dev,root,mp=max((m for m in mounts(pid) if inside(path,m[2])),key=lambda m:len(m[2]))\n"
     "rel=os.path.relpath(path,mp)\n"
-    "for d,r,m in mounts('self'):\n"
+    "for d,r,m in mounts(node):\n"
     " if d!=dev or not inside(root,r) or m.startswith('/proc'): continue\n"
     " c=os.path.normpath(os.path.join(m,os.path.relpath(root,r),rel))\n"
-    " try: s=os.stat(c)\n except OSError: continue\n"
-    " if (s.st_dev,s.st_ino)==(st.st_dev,st.st_ino): print(c); break\n")
+    " try: s=os.stat(f'/proc/{node}/root'+c)\n except OSError: continue\n"
+    " if (s.st_dev,s.st_ino)==(st.st_dev,st.st_ino): print(node,c); break\n")
 # Lazily unmounts our file systems (fuse, source "volume") on the given paths in every mount
 # namespace of the node: the node's own, the running container's, and the copies that containers
 # started since then took with the volume. Prints how many came off.
@@ -122,10 +124,12 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
             blocks = self.params.blocks or choose_blocks(self.ctx.seed, path, size, self.params.block_size,
                                                          self.params.count)
             token = "v" + hashlib.sha256(f"{tc.pod_uid}:{path}".encode()).hexdigest()[:12]
-            node_path = ""
+            node_ns, node_path = "", ""
             if self.mechanism.name == FUSE.name:
-                node_path = runner.run(["python3", "-c", _NODE_PATH, str(pid), path], check=False).stdout.strip()
-            files.append({"path": path, "size": size, "blocks": blocks, "token": token, "node_path": node_path})
+                found = runner.run(["python3", "-c", _NODE_PATH, str(pid), path], check=False).stdout.split(" ", 1)
+                node_ns, node_path = (found[0], found[1].strip()) if len(found) == 2 else ("", "")
+            files.append({"path": path, "size": size, "blocks": blocks, "token": token, "node_path": node_path,
+                          "node_ns": node_ns})
         return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
                 "files": files, "mechanism": self.mechanism.name}
 
@@ -162,7 +166,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
 
     def _on_node(self, runner: Any, f: dict[str, Any]) -> bool:
         """Whether our file system is mounted on the file's path on the node."""
-        out = runner.run(["python3", "-c", _TOP_MOUNT, "self", f["node_path"]], check=False).stdout.split()
+        out = runner.run(["python3", "-c", _TOP_MOUNT, f["node_ns"], f["node_path"]], check=False).stdout.split()
         return out[:2] == ["fuse", "volume"]
 
     def _inject_fuse(self, runner: Any, state: dict[str, Any], f: dict[str, Any], tc: TargetContainer) -> None:
@@ -174,13 +178,15 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         if not (node_path and self._on_node(runner, f)):
             install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
             spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
-                           ",".join(map(str, f["blocks"])), self.params.errno, f["token"], node_path], log=log)
+                           ",".join(map(str, f["blocks"])), self.params.errno, f["token"], node_path,
+                           f.get("node_ns", "self")], log=log)
             up = (lambda: self._on_node(runner, f)) if node_path else (lambda: self._mounted(runner, state, f))
             if not poll(up, timeout=15, interval=0.3):
                 out = runner.run(["cat", log], check=False).stdout.strip()
                 raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
         if node_path and not self._mounted(runner, state, f):
-            runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, node_path, str(state["pid"]), f["path"]])
+            runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, node_path, str(state["pid"]), f["path"],
+                        f["node_ns"]])
 
     def _dust_paths(self, f: dict[str, Any]) -> tuple[str, str, str]:
         image, mnt = f"{WORK_DIR}/{f['token']}.img", f"{WORK_DIR}/{f['token']}.mnt"

@@ -34,6 +34,7 @@ from sregym.core.errors import ClusterError, FaultError
 
 NODE_TOOLS_IMAGE = "sregym/node-tools:latest"
 HOST_MOUNT = "/host"
+SPEC_ANNOTATION = "sregym.io/spec"
 
 # Lists the processes of a container: every PID whose cgroup names the container id, with its
 # parent, state, start time (to detect PID reuse) and command line.
@@ -118,24 +119,38 @@ class PodRunner:
     def ensure(self, timeout: float = 120) -> PodRunner:
         """Create the pod if it does not exist and wait until it runs."""
         core = self.kube.core
-        try:
-            pod = core.read_namespaced_pod(self.pod_name, self.namespace)
-        except client.ApiException as e:
-            if not not_found(e):
-                raise ClusterError(f"cannot read pod {self.namespace}/{self.pod_name}: {e.reason}") from None
-            self._ensure_namespace()
-            pod = core.create_namespaced_pod(self.namespace, node_pod_manifest(self.node, self.namespace, self.image))
+        manifest = node_pod_manifest(self.node, self.namespace, self.image)
         deadline = time.monotonic() + timeout
+        pod = self._read()
+        if pod is not None and (pod.metadata.annotations or {}).get(SPEC_ANNOTATION) != \
+                manifest["metadata"]["annotations"][SPEC_ANNOTATION]:
+            # made by another sregym version: replace it rather than use (or wait for) a stale spec
+            core.delete_namespaced_pod(self.pod_name, self.namespace, grace_period_seconds=0)
+            while (pod := self._read()) is not None and time.monotonic() < deadline:
+                time.sleep(1)
+        if pod is None:
+            self._ensure_namespace()
+            pod = core.create_namespaced_pod(self.namespace, manifest)
         while pod.status is None or pod.status.phase != "Running":
             if pod.status and pod.status.phase in ("Failed", "Succeeded"):
                 raise ClusterError(f"pod {self.namespace}/{self.pod_name} on node {self.node} ended: {pod.status.phase}")
             if time.monotonic() > deadline:
+                waiting = [f"{(c.state.waiting.reason or '')}: {(c.state.waiting.message or '')[:300]}"
+                           for c in (pod.status.container_statuses or []) if c.state and c.state.waiting]
                 raise ClusterError(f"pod {self.namespace}/{self.pod_name} did not start on node {self.node} within "
-                                   f"{timeout:.0f}s", hint=f"is the image {self.image} imported on that node? "
-                                   "run `sregym images build`")
+                                   f"{timeout:.0f}s" + (f" ({'; '.join(waiting)})" if waiting else ""),
+                                   hint=f"is the image {self.image} imported on that node? run `sregym images build`")
             time.sleep(1)
             pod = core.read_namespaced_pod(self.pod_name, self.namespace)
         return self
+
+    def _read(self):
+        try:
+            return self.kube.core.read_namespaced_pod(self.pod_name, self.namespace)
+        except client.ApiException as e:
+            if not_found(e):
+                return None
+            raise ClusterError(f"cannot read pod {self.namespace}/{self.pod_name}: {e.reason}") from None
 
     def _ensure_namespace(self) -> None:
         try:
@@ -161,7 +176,15 @@ def node_pod_name(node: str) -> str:
 
 
 def node_pod_manifest(node: str, namespace: str, image: str = NODE_TOOLS_IMAGE) -> dict:
-    """The privileged pod that node-level work runs in."""
+    """The privileged pod that node-level work runs in (annotated with a hash of its spec, so a
+    pod left by another version is replaced)."""
+    manifest = _node_pod_manifest(node, namespace, image)
+    digest = hashlib.sha256(json.dumps(manifest, sort_keys=True).encode()).hexdigest()[:16]
+    manifest["metadata"]["annotations"] = {SPEC_ANNOTATION: digest}
+    return manifest
+
+
+def _node_pod_manifest(node: str, namespace: str, image: str) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -182,7 +205,9 @@ def node_pod_manifest(node: str, namespace: str, image: str = NODE_TOOLS_IMAGE) 
                 "command": ["sleep", "infinity"],
                 "env": [{"name": "HOST_ROOT", "value": HOST_MOUNT}],
                 "securityContext": {"privileged": True},
-                "volumeMounts": [{"name": "host", "mountPath": HOST_MOUNT, "mountPropagation": "Bidirectional"}],
+                # no mount propagation: it needs "/" to be a shared mount on the node, which not every
+                # node has; what must be mounted on the node is mounted from its own mount namespace
+                "volumeMounts": [{"name": "host", "mountPath": HOST_MOUNT}],
             }],
             "volumes": [{"name": "host", "hostPath": {"path": "/"}}],
         },

@@ -16,13 +16,17 @@ import shlex
 FIBMAP_SCRIPT = ("import fcntl,os,struct,sys\nfd=os.open(sys.argv[1],os.O_RDONLY)\n"
                  "print(','.join(str(struct.unpack('I',fcntl.ioctl(fd,1,struct.pack('I',int(b))))[0])"
                  " for b in sys.argv[2].split(',')))\n")
-# Mount a file of this (host) namespace over a path in another process's mount namespace.
+# Mount a mount of the node (or of our own namespace) over a path in another process's mount namespace.
 MOVE_MOUNT_SCRIPT = (
+    # argv: SOURCE PID TARGET [FROM]: clone the mount on SOURCE, as the mount namespace of
+    # /proc/FROM sees it (default: our own), onto TARGET in the mount namespace of PID
     "import ctypes,os,sys\nlibc=ctypes.CDLL(None,use_errno=True)\n"
+    "def enter(p):\n fd=os.open(f'/proc/{p}/ns/mnt',os.O_RDONLY)\n"
+    " assert libc.setns(fd,0x00020000)==0,os.strerror(ctypes.get_errno())\n"
+    "if len(sys.argv)>4 and sys.argv[4]!='self': enter(sys.argv[4])\n"
     "fd=libc.syscall(428,-100,sys.argv[1].encode(),1|0o2000000)\n"  # open_tree(AT_FDCWD, OPEN_TREE_CLONE)
     "assert fd>=0,os.strerror(ctypes.get_errno())\n"
-    "ns=os.open(f'/proc/{sys.argv[2]}/ns/mnt',os.O_RDONLY)\n"
-    "assert libc.setns(ns,0x00020000)==0,os.strerror(ctypes.get_errno())\n"
+    "enter(sys.argv[2])\n"
     "r=libc.syscall(429,fd,b'',-100,sys.argv[3].encode(),4)\n"  # move_mount(..., MOVE_MOUNT_F_EMPTY_PATH)
     "assert r==0,os.strerror(ctypes.get_errno())\n")
 

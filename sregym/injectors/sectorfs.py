@@ -15,10 +15,11 @@ kernel's FUSE protocol directly over ``/dev/fuse`` (no libfuse needed):
 Processes that opened the file before the mount keep their old descriptor (they read the disk
 directly) until they reopen it: the same is true of a bad sector that a cache hides.
 
-Usage: ``python3 sectorfs.py PID PATH BLOCK_SIZE BLOCKS ERRNO TOKEN [NODE_PATH]`` (BLOCKS comma
-separated; TOKEN only names the process so recover can find it). With NODE_PATH (the same file as
-the node sees it, on the volume's directory) the mount goes there instead of step 2, and the
-injector clones it into the running container; containers started later inherit it with the volume.
+Usage: ``python3 sectorfs.py PID PATH BLOCK_SIZE BLOCKS ERRNO TOKEN [NODE_PATH [NODE_NS]]`` (BLOCKS
+comma separated; TOKEN only names the process so recover can find it). With NODE_PATH (the same file
+as the node sees it, on the volume's directory) the mount goes there, in the mount namespace of
+``/proc/NODE_NS`` (default ``self``), instead of step 2, and the injector clones it into the running
+container; containers started later inherit it with the volume.
 """
 
 from __future__ import annotations
@@ -150,6 +151,12 @@ def mount_in_container(pid: int, path: str, fuse_fd: int, mode: int) -> None:
         raise OSError(ctypes.get_errno(), f"mount on {path}")
 
 
+def enter_mount_ns(ns_path: str) -> None:
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.setns(os.open(ns_path, os.O_RDONLY), CLONE_NEWNS) != 0:
+        raise OSError(ctypes.get_errno(), f"setns into {ns_path}")
+
+
 def mount_here(path: str, fuse_fd: int, mode: int) -> None:
     """Mount on ``path`` in this process's own mount namespace (the node's view of the volume)."""
     libc = ctypes.CDLL(None, use_errno=True)
@@ -161,11 +168,14 @@ def mount_here(path: str, fuse_fd: int, mode: int) -> None:
 def main(argv: list[str]) -> None:
     pid, path, block_size, blocks, err = int(argv[1]), argv[2], int(argv[3]), argv[4], argv[5]
     node_path = argv[7] if len(argv) > 7 and argv[7] else None
+    node_ns = argv[8] if len(argv) > 8 else "self"
     bad = {int(b) for b in blocks.split(",") if b}
     fuse_fd = os.open("/dev/fuse", os.O_RDWR)
     if node_path:
         # on the volume's own directory on the node: every container that mounts the volume later
         # (a restarted database) binds it with this mount inside, as a disk's bad sector would stay
+        if node_ns != "self":  # from the node pod: into the node's own mount namespace first
+            enter_mount_ns(f"/proc/{node_ns}/ns/mnt")
         backing = os.open(node_path, os.O_RDWR)
         mount_here(node_path, fuse_fd, 0o100000)
     else:

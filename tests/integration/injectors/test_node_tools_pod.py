@@ -1,0 +1,95 @@
+"""Node-level primitives through the node-tools pod, the way they run on kind or an existing
+cluster (where the node is not this host): a privileged pod in the hidden namespace with the
+node's root at /host. On the local cluster sregym would use this host directly, so the runner is
+forced to the pod here, and each primitive is checked end to end: inject, the effect from the
+outside, recover, the effect gone."""
+
+from __future__ import annotations
+
+import pytest
+from injector_testapp import STARTED, context, get, manifests, start, wait_until
+
+from sregym.cluster.capabilities import CapabilityCache
+from sregym.cluster.nodeagent import PodRunner, runner_for
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.problem import Selector
+from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
+
+pytestmark = pytest.mark.cluster
+NS = "webshop-pod"
+WEB = Selector(kind="Deployment", name="web")
+
+
+def _web(kube) -> dict:
+    def ready() -> list[dict]:
+        return [p for p in list_objects(kube, "Pod", NS, {"app": "web"})
+                if not p["metadata"].get("deletionTimestamp") and any(
+                    c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
+    return wait_until(ready, 180, 2, "a ready web pod")[0]
+
+
+def url(kube, path: str) -> str:
+    return f"http://{_web(kube)['status']['podIP']}:8080{path}"
+
+
+@pytest.fixture(scope="module")
+def app(cluster):
+    kube = cluster.kube
+    delete_object(kube, "Namespace", NS, None)
+    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} from an earlier run to go")
+    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
+    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
+    for m in manifests(NS, "web"):
+        create_object(kube, m)
+    _web(kube)
+    yield kube
+    delete_object(kube, "Namespace", NS, None)
+
+
+@pytest.fixture
+def ctx(cluster, app):
+    ctx = context(cluster, NS, CapabilityCache(cluster.kube, HIDDEN_NAMESPACE))
+    ctx.extras["node_runner"] = lambda node: runner_for(cluster.kube, node, HIDDEN_NAMESPACE, prefer_host=False)
+    yield ctx
+    while STARTED:
+        STARTED.pop().recover()
+
+
+def test_the_runner_is_the_pod(ctx, app):
+    node = _web(app)["spec"]["nodeName"]
+    runner = ctx.extras["node_runner"](node)
+    assert isinstance(runner, PodRunner)
+    assert runner.run(["cat", "/host/proc/1/comm"]).stdout.strip()  # the node's root is there
+
+
+def test_pause_through_the_pod(ctx, app):
+    target = url(app, "/")
+    c = start(ctx, "process_signal", {"action": "pause"}, WEB, node=_web(app)["spec"]["nodeName"])
+    c.verify()
+    assert get(target, timeout=2)[0] == 0
+    c.recover()
+    assert get(target)[0] == 200
+
+
+def test_bad_blocks_through_the_pod_fail_the_apps_reads(ctx, app):
+    assert get(url(app, "/read?block=3")) == (200, "03")
+    c = start(ctx, "latent_sector_error", {"paths": ["/data/blob"], "blocks": [3]}, WEB,
+              node=_web(app)["spec"]["nodeName"])
+    c.verify()
+    # the volume's folder as the node itself sees it: the mount is made in the node's namespace
+    assert c.state["files"][0]["node_path"].startswith("/") and not c.state["files"][0]["node_path"].startswith("/host")
+    assert get(url(app, "/read?block=3")) == (500, "errno 5: Input/output error")
+    assert get(url(app, "/read?block=4")) == (200, "04")
+    c.recover()
+    assert get(url(app, "/read?block=3")) == (200, "03")
+    c.recover()
+
+
+def test_packet_loss_through_the_pod(ctx, app):
+    target = url(app, "/")
+    c = start(ctx, "packet_loss", {"probability": 1.0, "direction": "ingress"}, WEB,
+              node=_web(app)["spec"]["nodeName"])
+    assert get(target, timeout=2)[0] == 0
+    c.verify()
+    c.recover()
+    assert get(target)[0] == 200

@@ -1,8 +1,11 @@
 """Base of network faults applied inside the target pod's network namespace (iptables, tc).
 
 Rules live in one chain of our own, hooked into OUTPUT and/or INPUT, so recover removes exactly
-what inject added: unhook, flush, delete. If the pod is gone its network namespace (and every
-rule in it) is gone too, so recover has nothing to do. The chain's name is neutral.
+what inject added: unhook, flush, delete. The namespace belongs to the pod's sandbox, not to the
+container: a container that restarted (crash, kill) is back in the same namespace with the rules
+still there, so commands enter through any live process of that namespace (found by its inode),
+not only the process planned. If the pod is gone its network namespace (and every rule in it) is
+gone too, so recover has nothing to do. The chain's name is neutral.
 """
 
 from __future__ import annotations
@@ -53,6 +56,21 @@ def clear_root_script() -> str:
     return f"tc qdisc del dev {DEFAULT_DEV} root 2>/dev/null; true"
 
 
+def netns_id(runner: NodeRunner, pid: int) -> str:
+    """The network namespace of ``pid`` as ``net:[inode]`` ('' if unreadable)."""
+    proc = runner.run(["readlink", f"/proc/{pid}/ns/net"], check=False)
+    return proc.stdout.strip() if proc.returncode == 0 else ""
+
+
+def pid_in_netns(runner: NodeRunner, netns: str) -> int | None:
+    """A live process in the network namespace ``netns`` (``net:[inode]``), or None."""
+    script = ('for p in /proc/[0-9]*; do [ "$(readlink $p/ns/net 2>/dev/null)" = "$1" ] '
+              '&& { echo "${p#/proc/}"; exit 0; }; done; exit 1')
+    proc = runner.run(["sh", "-c", script, "sh", netns], check=False)
+    out = proc.stdout.strip()
+    return int(out) if proc.returncode == 0 and out.isdigit() else None
+
+
 class PodNetworkFault(Injector[P]):
     """Plans the target container (seeded) and runs commands in its pod's network namespace."""
 
@@ -63,16 +81,20 @@ class PodNetworkFault(Injector[P]):
         tc = pick_container(self.ctx, self.target)
         runner, pid = target_pid(self.ctx, tc)
         return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
-                "chain": chain_name(f"{tc.pod_uid}:{self.name}")}
+                "netns": netns_id(runner, pid), "chain": chain_name(f"{tc.pod_uid}:{self.name}")}
 
     def in_netns(self, state: dict[str, Any], script: str, check: bool = True) -> str | None:
-        """Run ``script`` (sh) in the pod's network namespace; None if the pod's process is gone."""
+        """Run ``script`` (sh) in the pod's network namespace; None if no process is left in it."""
         runner = self.runner(state)
+        pid: int | None = state["pid"]
         if process_starttime(runner, state["pid"]) != state["pid_start"]:
-            if check:
-                raise FaultError(f"pod {state['container']['pod']} restarted since the plan")
-            return None
-        proc = runner.run(["nsenter", "-t", str(state["pid"]), "-n", "--", "sh", "-c", script], check=check)
+            # the planned process is gone; the namespace lives as long as the pod's sandbox
+            pid = pid_in_netns(runner, state["netns"]) if state.get("netns") else None
+            if pid is None:
+                if check:
+                    raise FaultError(f"pod {state['container']['pod']} restarted since the plan")
+                return None
+        proc = runner.run(["nsenter", "-t", str(pid), "-n", "--", "sh", "-c", script], check=check)
         return proc.stdout
 
     def runner(self, state: dict[str, Any]) -> NodeRunner:

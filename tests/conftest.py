@@ -66,7 +66,7 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_runtest_setup(item):
     """With SREGYM_TEST_BUDGET_SECONDS (CI sets it from its 90-minute limit), tests that would
-    start after the budget is spent are skipped, with the reason shown by ``-rs``: a run that
+    start after the budget is spent are skipped, with the reason shown by ``-rs`` (the README runs ``-rfEs``): a run that
     overruns CI's limit would report nothing at all."""
     budget = os.environ.get("SREGYM_TEST_BUDGET_SECONDS")
     if budget and time.monotonic() - _START > float(budget):

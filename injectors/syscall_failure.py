@@ -124,6 +124,17 @@ def bcc_loader(params: SyscallFailureParams, cgroup_id: int) -> str:
             "signal.pause()\n")
 
 
+def crashed_since_start(pod: dict, container: str) -> bool:
+    """Whether ``container`` of ``pod`` has exited with an error at least once (crash loop)."""
+    for cs in pod.get("status", {}).get("containerStatuses") or []:
+        if cs["name"] != container:
+            continue
+        for st in (cs.get("state") or {}, cs.get("lastState") or {}):
+            if (st.get("terminated") or {}).get("exitCode", 0) != 0:
+                return True
+    return False
+
+
 def kubelet_root(runner: NodeRunner) -> str:
     """The kubelet's --root-dir on the node (default /var/lib/kubelet), where Localhost seccomp
     profiles live under ``seccomp/``."""
@@ -232,6 +243,10 @@ class SyscallFailure(Injector[SyscallFailureParams]):
                         if procs else ""
                     if status.split()[-1:] == ["2"]:
                         filtered.append(tc.pod)
+                    elif not procs and crashed_since_start(pod, state["container"]):
+                        # the failing calls kill it at startup (postgres cannot write its lock
+                        # file): no process lives long enough to read, the crash loop is the effect
+                        filtered.append(f"{tc.pod} (exits under it)")
             return Verification(bool(filtered), f"containers under the seccomp filter: {', '.join(filtered) or 'none'}")
         runner = node_runner(self.ctx, state["container"]["node"])
         attached = pids_with_cmdline(runner, state["token"])
@@ -249,6 +264,19 @@ class SyscallFailure(Injector[SyscallFailureParams]):
     def recover(self, state: dict[str, Any]) -> None:
         if self.mechanism.name == SECCOMP.name:
             apply_edits(self.ctx.kube, state["edits"], undo=True)
+            kind, ns, name = state["workload"]
+            if kind == "StatefulSet":
+                # a StatefulSet never replaces a pod that is not Ready with the restored spec
+                # (its rolling update waits on it), so a crash-looping pod keeps the profile
+                want = state["edits"][0]["after"]["seccompProfile"]
+                pods = pods_of(self.ctx.kube, find_workload(self.ctx.kube, ns, Selector(kind=kind, name=name))[1])
+                for pod_name in running_with(pods, state["container"], lambda c: (c.get("securityContext") or {})
+                                             .get("seccompProfile") == want):
+                    try:
+                        self.ctx.kube.core.delete_namespaced_pod(pod_name, ns)
+                    except Exception as e:  # noqa: BLE001 - already gone is fine
+                        if getattr(e, "status", None) != 404:
+                            raise
             for node in state["nodes"]:
                 runner = node_runner(self.ctx, node)
                 runner.run(["rm", "-f", runner.host_path(self._profile_file(runner, state["profile_path"]))],

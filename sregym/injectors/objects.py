@@ -105,9 +105,17 @@ def edit(kind: str, namespace: str | None, name: str, path: list[str | int], bef
     return {"kind": kind, "namespace": namespace, "name": name, "path": path, "before": before, "after": after}
 
 
+def undo_order(edits: list[dict]) -> list[dict]:
+    """The order to undo ``edits`` in: reverse, except that rolling restarts come last. A restart
+    undone first would start pods that read the faulty setting just before it is restored (env
+    from a ConfigMap is read once, at container start) and then keep it."""
+    backwards = list(reversed(edits))
+    return [e for e in backwards if e["path"] != restart_path()] + [e for e in backwards if e["path"] == restart_path()]
+
+
 def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
-    """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in reverse order."""
-    for e in reversed(edits) if undo else edits:
+    """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in :func:`undo_order`."""
+    for e in undo_order(edits) if undo else edits:
         try:
             set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
         except FaultError:

@@ -4,7 +4,7 @@ from injectors.image_tag import retag
 from injectors.rbac_revoke import revoke
 from injectors.resource_limits import throttled_periods
 from injectors.dns_failure import qname_hex
-from sregym.injectors.objects import ABSENT, RESTART_ANNOTATION, _pointer, dig, restart_edits
+from sregym.injectors.objects import ABSENT, RESTART_ANNOTATION, _pointer, dig, edit, restart_edits, undo_order
 from sregym.injectors.observe import terminated_reasons, unschedulable, waiting_reasons
 
 
@@ -24,6 +24,13 @@ def test_restart_keeps_other_template_annotations_and_undo_restores_them():
           "spec": {"template": {"metadata": {"annotations": {"keep": "1"}}}}}
     (e,) = restart_edits(wl)
     assert e["before"] == {"keep": "1"} and e["after"]["keep"] == "1" and RESTART_ANNOTATION in e["after"]
+
+
+def test_undo_restores_settings_before_it_rolls_the_pods_that_read_them():
+    wl = {"kind": "Deployment", "metadata": {"name": "rate", "namespace": "n"}, "spec": {"template": {"metadata": {}}}}
+    setting = edit("ConfigMap", "n", "settings", ["data", "PORT"], "11211", "11222")
+    edits = [setting, *restart_edits(wl), edit("Secret", "n", "s", ["data", "k"], "a", "b")]
+    assert [e["kind"] for e in undo_order(edits)] == ["Secret", "ConfigMap", "Deployment"]
 
 
 def test_retag_replaces_only_the_tag():

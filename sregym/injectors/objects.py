@@ -105,6 +105,9 @@ def edit(kind: str, namespace: str | None, name: str, path: list[str | int], bef
     return {"kind": kind, "namespace": namespace, "name": name, "path": path, "before": before, "after": after}
 
 
+RESTART_AFTER_RESTORE_SECONDS = 5.0
+
+
 def undo_order(edits: list[dict]) -> list[dict]:
     """The order to undo ``edits`` in: reverse, except that rolling restarts come last. A restart
     undone first would start pods that read the faulty setting just before it is restored (env
@@ -115,7 +118,14 @@ def undo_order(edits: list[dict]) -> list[dict]:
 
 def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
     """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in :func:`undo_order`."""
+    restored = False
     for e in undo_order(edits) if undo else edits:
+        if undo and e["path"] == restart_path() and restored:
+            # kubelets read ConfigMaps from a watch cache: give the restored values time to reach
+            # it, or the pods this rollout starts may still get the faulty ones
+            time.sleep(RESTART_AFTER_RESTORE_SECONDS)
+            restored = False
+        restored = restored or (undo and e["path"] != restart_path())
         try:
             set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
         except FaultError:

@@ -239,13 +239,14 @@ def node_is_this_host(kube: Kube, node: str) -> bool:
     return bool(addresses & mine) or node in mine
 
 
-_RUNNERS: dict[tuple[str, str], NodeRunner] = {}
+_RUNNERS: dict[tuple[str, str, bool], NodeRunner] = {}
 
 
 def runner_for(kube: Kube, node: str, namespace: str, *, image: str = NODE_TOOLS_IMAGE,
                prefer_host: bool = True) -> NodeRunner:
     """A runner for ``node``: this host when the node is this host, else the node pod (created once)."""
-    key = (str(kube.kubeconfig), node)
+    # the choice is part of the key: a forced pod runner must not stand in for this host later
+    key = (str(kube.kubeconfig), node, prefer_host)
     if key not in _RUNNERS:
         if prefer_host and node_is_this_host(kube, node):
             _RUNNERS[key] = HostRunner(node)

@@ -118,14 +118,13 @@ def undo_order(edits: list[dict]) -> list[dict]:
 
 def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
     """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in :func:`undo_order`."""
-    restored = False
-    for e in undo_order(edits) if undo else edits:
-        if undo and e["path"] == restart_path() and restored:
-            # kubelets read ConfigMaps from a watch cache: give the restored values time to reach
-            # it, or the pods this rollout starts may still get the faulty ones
+    ordered = undo_order(edits) if undo else edits
+    # undo: kubelets read ConfigMaps from a watch cache, so the restored values get time to reach
+    # it before the (last) restarts start pods that read them
+    first_restart = next((i for i, e in enumerate(ordered) if e["path"] == restart_path()), 0) if undo else 0
+    for i, e in enumerate(ordered):
+        if i and i == first_restart:
             time.sleep(RESTART_AFTER_RESTORE_SECONDS)
-            restored = False
-        restored = restored or (undo and e["path"] != restart_path())
         try:
             set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
         except FaultError:

@@ -294,14 +294,23 @@ def process_starttime(runner: NodeRunner, pid: int) -> str | None:
     return proc.stdout.strip() or None if proc.returncode == 0 else None
 
 
+# The node pod sees the node's processes (hostPID). Where the client that runs a command in it
+# (``kubectl exec ... TOKEN``) runs on the node itself, as with the local cluster or a kind node
+# that runs sregym, the client's own command line holds the token too. Scans skip it, or a fault
+# would look already started (and recover would signal the client).
+CLIENT_COMMS = ("kubectl",)
+
+
 def pids_with_cmdline(runner: NodeRunner, token: str) -> list[tuple[int, str]]:
     """(pid, start time) of processes whose command line contains ``token`` (a unique file name
-    this run created, never a program name)."""
+    this run created, never a program name); the scan's own client is left out."""
     script = ("import os,sys\nfor d in os.listdir('/proc'):\n if d.isdigit() and d != str(os.getpid()):\n"
               "  try:\n   c=open(f'/proc/{d}/cmdline','rb').read().decode(errors='replace')\n"
-              "   s=open(f'/proc/{d}/stat').read().rsplit(')',1)[1].split()\n  except OSError:\n   continue\n"
-              "  if sys.argv[1] in c and s[0]!='Z': print(d, s[19])")
-    out = runner.run(["python3", "-c", script, token], timeout=60).stdout
+              "   t=open(f'/proc/{d}/stat').read()\n  except OSError:\n   continue\n"
+              "  s=t.rsplit(')',1)[1].split()\n"
+              "  if sys.argv[1] in c and s[0]!='Z' and t[t.index('(')+1:t.rindex(')')] not in sys.argv[2:]:"
+              " print(d, s[19])")
+    out = runner.run(["python3", "-c", script, token, *CLIENT_COMMS], timeout=60).stdout
     return [(int(a), b) for a, b in (line.split() for line in out.splitlines())]
 
 

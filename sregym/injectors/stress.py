@@ -5,7 +5,7 @@ from __future__ import annotations
 import shlex
 from typing import Literal
 
-from sregym.cluster.nodeagent import NodeRunner
+from sregym.cluster.nodeagent import CLIENT_COMMS, NodeRunner
 from sregym.core.constants import HIDDEN_NAMESPACE
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
@@ -52,7 +52,8 @@ def start_in_cgroups(runner: NodeRunner, argv: list[str], procs_files: list[str]
 
 
 # Sums utime+stime of the processes whose command line holds a token and of their children
-# (stress-ng renames its workers, so they no longer carry the token themselves).
+# (stress-ng renames its workers, so they no longer carry the token themselves); the scan's own
+# client is left out, as in ``pids_with_cmdline``.
 _TICKS = r"""
 import os, sys
 procs = {}
@@ -60,10 +61,12 @@ for d in os.listdir('/proc'):
     if d.isdigit() and d != str(os.getpid()):
         try:
             cmd = open(f'/proc/{d}/cmdline', 'rb').read().decode(errors='replace')
-            f = open(f'/proc/{d}/stat').read().rsplit(')', 1)[1].split()
+            stat = open(f'/proc/{d}/stat').read()
         except OSError:
             continue
-        procs[int(d)] = (sys.argv[1] in cmd, int(f[1]), int(f[11]) + int(f[12]))
+        f = stat.rsplit(')', 1)[1].split()
+        client = stat[stat.index('(') + 1:stat.rindex(')')] in sys.argv[2:]
+        procs[int(d)] = (sys.argv[1] in cmd and not client, int(f[1]), int(f[11]) + int(f[12]))
 roots = {p for p, (mine, _, _) in procs.items() if mine}
 print(sum(t for p, (mine, ppid, t) in procs.items() if p in roots or ppid in roots))
 """
@@ -71,5 +74,5 @@ print(sum(t for p, (mine, ppid, t) in procs.items() if p in roots or ppid in roo
 
 def cpu_ticks(runner: NodeRunner, token: str) -> int:
     """CPU ticks (utime+stime) used so far by one stress run, workers included."""
-    out = runner.run(["python3", "-c", _TICKS, token], check=False).stdout.strip()
+    out = runner.run(["python3", "-c", _TICKS, token, *CLIENT_COMMS], check=False).stdout.strip()
     return int(out) if out.isdigit() else 0

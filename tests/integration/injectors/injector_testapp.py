@@ -161,3 +161,24 @@ def start(ctx: FaultContext, name: str, params: dict, target: Selector, mechanis
 def context(cluster: Any, ns: str, caps: Any, seed: int = 1) -> FaultContext:
     return FaultContext(kube=cluster.kube, app_namespace=ns, hidden_namespace=HIDDEN_NAMESPACE, seed=seed,
                         node_capabilities=caps)
+
+
+def timed(url: str, timeout: float = 60) -> float:
+    """Seconds one successful GET of ``url`` takes."""
+    t = time.monotonic()
+    status, _ = get(url, timeout=timeout)
+    assert status == 200
+    return time.monotonic() - t
+
+
+def check_added_latency(ctx: Any, url: str, target: Selector, node: str) -> "Cycle":
+    """300 ms of latency on ``target``: every request slower while injected, fast again after."""
+    assert timed(url) < 0.2
+    c = start(ctx, "network_latency", {"delay_ms": 300}, target, node=node)
+    assert c.injector.mechanism.name in ("netem", "nfqueue-delay")
+    assert timed(url) > 0.3
+    c.verify()
+    c.recover()
+    assert timed(url) < 0.2
+    c.recover()
+    return c

@@ -2,15 +2,18 @@
 cluster (where the node is not this host): a privileged pod in the hidden namespace with the
 node's root at /host. On the local cluster sregym would use this host directly, so the runner is
 forced to the pod here, and each primitive is checked end to end: inject, the effect from the
-outside, recover, the effect gone."""
+outside, recover, the effect gone: pause, bad blocks, packet loss, ptrace syscall failures, netem
+latency, stress in the target's cgroups, and the node-level noises."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
-from injector_testapp import STARTED, context, get, manifests, start, wait_until
+from injector_testapp import STARTED, check_added_latency, context, get, manifests, start, wait_until
 
 from sregym.cluster.capabilities import CapabilityCache
-from sregym.cluster.nodeagent import PodRunner, runner_for
+from sregym.cluster.nodeagent import PodRunner, pids_with_cmdline, runner_for
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
 from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
@@ -39,7 +42,7 @@ def app(cluster):
     wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} from an earlier run to go")
     create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
     create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
-    for m in manifests(NS, "web"):
+    for m in manifests(NS, "web") + manifests(NS, "peer"):
         create_object(kube, m)
     _web(kube)
     yield kube
@@ -93,3 +96,41 @@ def test_packet_loss_through_the_pod(ctx, app):
     c.verify()
     c.recover()
     assert get(target)[0] == 200
+
+
+def test_ptrace_syscall_failure_through_the_pod(ctx, app):
+    c = start(ctx, "syscall_failure", {"syscalls": ["openat"], "errno": "EIO", "path": "/data/blob"}, WEB,
+              mechanism="ptrace", node=_web(app)["spec"]["nodeName"])
+    c.verify()
+    wait_until(lambda: get(url(app, "/read?block=1"))[0] == 500, 30, 1, "openat failing")
+    assert get(url(app, "/read?block=1"))[1].startswith("errno 5")
+    c.recover()
+    wait_until(lambda: get(url(app, "/read?block=1")) == (200, "01"), 30, 1, "reads back")
+    c.recover()
+
+
+def test_latency_through_the_pod(ctx, app):
+    check_added_latency(ctx, url(app, "/"), WEB, _web(app)["spec"]["nodeName"])
+
+
+def test_cpu_stress_in_the_targets_cgroup_through_the_pod(ctx, app):
+    c = start(ctx, "resource_stress", {"resource": "cpu", "workers": 1, "load": 50, "seconds": 120}, WEB,
+              node=_web(app)["spec"]["nodeName"])
+    assert c.injector.mechanism.name == "stress-ng-in-cgroup"
+    c.verify()
+    c.recover()
+    assert not c.injector.verify(c.state).ok
+    c.recover()
+
+
+@pytest.mark.parametrize("noise", ["noise_cpu_burst", "noise_network_blip"])
+def test_node_noise_through_the_pod(ctx, app, noise):
+    c = start(ctx, noise, {"duration": 8, "exclude": ["web"]}, Selector(), node=_web(app)["spec"]["nodeName"])
+    c.verify(timeout=60)
+    time.sleep(12)  # longer than duration: it must have ended by itself
+    token = c.state.get("token") or c.state.get("chain")
+    if token:
+        runner = ctx.extras["node_runner"](c.state.get("node") or c.state["container"]["node"])
+        assert not pids_with_cmdline(runner, token)
+    c.recover()
+    c.recover()

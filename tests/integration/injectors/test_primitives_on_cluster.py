@@ -8,7 +8,7 @@ import subprocess
 import time
 
 import pytest
-from injector_testapp import STARTED, context, get, manifests, start, wait_until
+from injector_testapp import STARTED, check_added_latency, context, get, manifests, start, timed, wait_until
 
 from sregym.cluster.capabilities import CapabilityCache
 from sregym.cluster.nodeagent import pids_with_cmdline
@@ -320,34 +320,19 @@ def test_dns_failure_for_one_name(ctx, app):
     c.recover()
 
 
-def _timed(url: str, timeout: float = 60) -> float:
-    t = time.monotonic()
-    status, _ = get(url, timeout=timeout)
-    assert status == 200
-    return time.monotonic() - t
-
-
 def test_bandwidth_limit_slows_a_download(ctx, app):
     url = web_url(app, "/big?bytes=500000")
-    assert _timed(url) < 1.0
+    assert timed(url) < 1.0
     c = start(ctx, "bandwidth_limit", {"rate": "1mbit", "burst": "32kbit"}, WEB, node=node_of_web(app))
     c.verify()
-    assert _timed(url) > 3.0  # 4 Mbit at 1 Mbit/s
+    assert timed(url) > 3.0  # 4 Mbit at 1 Mbit/s
     c.recover()
-    assert _timed(url) < 1.0
+    assert timed(url) < 1.0
     c.recover()
 
 
 def test_latency_is_added_to_every_request(ctx, app):
-    url = web_url(app, "/")
-    assert _timed(url) < 0.2
-    c = start(ctx, "network_latency", {"delay_ms": 300}, WEB, node=node_of_web(app))
-    assert c.injector.mechanism.name in ("netem", "nfqueue-delay")
-    assert _timed(url) > 0.3
-    c.verify()
-    c.recover()
-    assert _timed(url) < 0.2
-    c.recover()
+    check_added_latency(ctx, web_url(app, "/"), WEB, node_of_web(app))
 
 
 def test_cpu_stress_inside_the_targets_cgroup(ctx, app):

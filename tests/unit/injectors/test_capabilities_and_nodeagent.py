@@ -9,7 +9,7 @@ import pytest
 
 from sregym.cluster import nodeprobe
 from sregym.cluster.capabilities import CAPABILITIES, NodeCapabilities
-from sregym.cluster.nodeagent import node_pod_manifest, node_pod_name
+from sregym.cluster.nodeagent import HostRunner, node_pod_manifest, node_pod_name, pids_with_cmdline
 from sregym.core.errors import MechanismUnavailable
 from sregym.injectors.api import Injector, Mechanism
 
@@ -57,3 +57,20 @@ def test_first_supported_mechanism_is_chosen_and_forcing_a_missing_one_refuses()
     assert _Two.choose_mechanism(caps).name == "ptrace"
     with pytest.raises(MechanismUnavailable, match="bpf_override_return"):
         _Two.choose_mechanism(caps, forced="ebpf-override")
+
+
+def test_a_token_scan_skips_the_client_that_runs_it(tmp_path):
+    """Through the node pod (hostPID) the ``kubectl exec`` client of a scan carries the token in
+    its own command line; it must not count as the fault's process."""
+    token = f"tok{tmp_path.name}"
+    client = tmp_path / "kubectl"
+    client.symlink_to("/bin/sh")
+    procs = [subprocess.Popen([str(client), "-c", "sleep 30", token]),
+             subprocess.Popen(["sh", "-c", "sleep 30", token])]
+    try:
+        found = [pid for pid, _ in pids_with_cmdline(HostRunner("n1"), token)]
+        assert found == [procs[1].pid]
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from functools import lru_cache
 from typing import Any, TypeVar
 
@@ -117,7 +117,8 @@ def undo_order(edits: list[dict]) -> list[dict]:
 
 
 def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
-    """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in :func:`undo_order`."""
+    """Apply each edit's ``after`` in order, or (``undo``) each ``before`` in :func:`undo_order`;
+    a rolling restart is undone by :func:`restart_undo_value` (one more restart), not by its ``before``."""
     ordered = undo_order(edits) if undo else edits
     # undo: kubelets read ConfigMaps from a watch cache, so the restored values get time to reach
     # it before the (last) restarts start pods that read them
@@ -125,8 +126,11 @@ def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
     for i, e in enumerate(ordered):
         if i and i == first_restart:
             time.sleep(RESTART_AFTER_RESTORE_SECONDS)
+        value = e["after"]
+        if undo:
+            value = restart_undo_value(e) if e["path"] == restart_path() else e["before"]
         try:
-            set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], e["before"] if undo else e["after"])
+            set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], value)
         except FaultError:
             if not undo:
                 raise  # undo: an object that is gone has nothing left to restore
@@ -187,12 +191,26 @@ def restart_path() -> list[str]:
 
 
 def restart_edits(workload: dict) -> list[dict]:
-    """Edits that roll a workload's pods, like `kubectl rollout restart` (and undo to the old annotations)."""
+    """Edits that roll a workload's pods, like `kubectl rollout restart`."""
     before = dig(workload, restart_path())
     after = dict(before) if before != ABSENT and before else {}
     after[RESTART_ANNOTATION] = datetime.now(timezone.utc).isoformat(timespec="seconds")
     return [edit(workload["kind"], workload["metadata"]["namespace"], workload["metadata"]["name"],
                  restart_path(), before, after)]
+
+
+def restart_undo_value(e: dict) -> dict:
+    """What undoing a restart edit sets: the old template annotations and one more restart.
+
+    Putting back the old annotations alone would return the workload to its old ReplicaSet, and
+    that may hold pods started while the fault was in place (an agent that deleted every pod, or
+    a rollout still under way when the setting changed): they keep the faulty setting they read at
+    start. A new restart always starts fresh pods. Its stamp is the fault's own plus one second,
+    so undoing twice changes nothing the second time.
+    """
+    before = dict(e["before"]) if e["before"] != ABSENT and e["before"] else {}
+    stamp = datetime.fromisoformat(e["after"][RESTART_ANNOTATION]) + timedelta(seconds=1)
+    return before | {RESTART_ANNOTATION: stamp.isoformat(timespec="seconds")}
 
 
 def poll(check: Callable[[], T | None], timeout: float, interval: float = 2.0) -> T | None:

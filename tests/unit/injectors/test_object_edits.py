@@ -4,7 +4,16 @@ from injectors.image_tag import retag
 from injectors.rbac_revoke import revoke
 from injectors.resource_limits import throttled_periods
 from injectors.dns_failure import qname_hex
-from sregym.injectors.objects import ABSENT, RESTART_ANNOTATION, _pointer, dig, edit, restart_edits, undo_order
+from sregym.injectors.objects import (
+    ABSENT,
+    RESTART_ANNOTATION,
+    _pointer,
+    dig,
+    edit,
+    restart_edits,
+    restart_undo_value,
+    undo_order,
+)
 from sregym.injectors.observe import terminated_reasons, unschedulable, waiting_reasons
 
 
@@ -19,11 +28,17 @@ def test_json_pointer_escapes_slashes_in_annotation_keys():
     assert _pointer(["metadata", "annotations", "a/b~c"]) == "/metadata/annotations/a~1b~0c"
 
 
-def test_restart_keeps_other_template_annotations_and_undo_restores_them():
+def test_restart_keeps_other_template_annotations_and_undo_restarts_once_more():
     wl = {"kind": "Deployment", "metadata": {"name": "d", "namespace": "n"},
           "spec": {"template": {"metadata": {"annotations": {"keep": "1"}}}}}
     (e,) = restart_edits(wl)
     assert e["before"] == {"keep": "1"} and e["after"]["keep"] == "1" and RESTART_ANNOTATION in e["after"]
+    # undo is a fresh restart (a new template, never the old ReplicaSet), the same one each time
+    undone = restart_undo_value(e)
+    assert undone["keep"] == "1" and undone != e["before"] and undone != e["after"]
+    assert restart_undo_value(e) == undone
+    (bare,) = restart_edits({**wl, "spec": {"template": {"metadata": {}}}})
+    assert set(restart_undo_value(bare)) == {RESTART_ANNOTATION}
 
 
 def test_undo_restores_settings_before_it_rolls_the_pods_that_read_them():

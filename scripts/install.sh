@@ -12,7 +12,7 @@ fi
 
 # Packages the local cluster, images and tests need; helpers add theirs to .ci/apt-packages.txt.
 PKGS=(containerd runc containernetworking-plugins iptables iproute2 conntrack ethtool socat
-      debootstrap gcc libc6-dev stress-ng strace fuse3 prometheus)
+      debootstrap gcc libc6-dev stress-ng strace fuse3 prometheus ipset)
 if [ -f .ci/apt-packages.txt ]; then
   while read -r p; do [ -n "${p%%#*}" ] && PKGS+=("${p%%#*}"); done < .ci/apt-packages.txt
 fi

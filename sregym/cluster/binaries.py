@@ -26,6 +26,10 @@ KUBERNETES_VERSION = "v1.35.4"
 ETCD_VERSION = "v3.6.16"
 COREDNS_VERSION = "v1.13.1"
 HELM_VERSION = "v3.19.5"
+# The only version the module proxy here serves; it flags reported security flaws for it. We run
+# only its NetworkPolicy firewall (no BGP, no service proxy, no pprof) on a single-host test
+# cluster; kube-network-policies, the other candidate, needs nftables' queue (not in this kernel).
+KUBE_ROUTER_VERSION = "v2.1.0"
 GO_PROXY = os.environ.get("GOPROXY", "https://proxy.golang.org").split(",")[0]
 
 
@@ -113,7 +117,14 @@ HELM = GoComponent(
     packages=("helm.sh/helm/v3/cmd/helm",),
     ldflags=(f"-X helm.sh/helm/v3/internal/version.version={HELM_VERSION}",),
 )
-COMPONENTS: tuple[GoComponent, ...] = (KUBERNETES, ETCD, HELM, COREDNS)
+KUBE_ROUTER = GoComponent(
+    name="kube-router",
+    module="github.com/cloudnativelabs/kube-router/v2",
+    version=KUBE_ROUTER_VERSION,
+    packages=("github.com/cloudnativelabs/kube-router/v2/cmd/kube-router",),
+    ldflags=(f"-X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version={KUBE_ROUTER_VERSION}",),
+)
+COMPONENTS: tuple[GoComponent, ...] = (KUBERNETES, ETCD, HELM, COREDNS, KUBE_ROUTER)
 
 
 class BuildError(RuntimeError):

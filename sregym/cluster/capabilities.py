@@ -40,7 +40,9 @@ CAPABILITIES: dict[str, str] = {
     "iptables": "iptables in a pod network namespace (partition, DNS drop)",
     "nsenter": "nsenter into a container's namespaces",
     "python3": "python3 on the node (helpers)",
-    "network_policy_enforcement": "the cluster's network plugin enforces NetworkPolicy (probed from the API)",
+    "network_policy_firewall": "a NetworkPolicy firewall runs on the node's host (kube-router's chains)",
+    "network_policy_enforcement": "NetworkPolicy is enforced: an enforcing plugin's DaemonSet in the API, or a "
+                                  "host firewall on the node",
 }
 
 # DaemonSets of network plugins that enforce NetworkPolicy (the bridge/flannel plugins do not).
@@ -111,6 +113,8 @@ class CapabilityCache:
         if node not in self._nodes:
             caps = probe_with(runner_for(self.kube, node, self.hidden_namespace))
             ok, detail = network_policy_enforcement(self.kube)
+            if not ok and caps.present.get("network_policy_firewall"):
+                ok, detail = True, "kube-router's firewall on the node (host process)"
             caps.present["network_policy_enforcement"], caps.details["network_policy_enforcement"] = ok, detail
             self._nodes[node] = caps
             if self.cache_file:

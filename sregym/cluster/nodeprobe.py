@@ -147,6 +147,10 @@ def probe() -> dict[str, dict[str, object]]:
 
     put("iptables", shutil.which("iptables") is not None, shutil.which("iptables") or "iptables absent")
     put("nsenter", shutil.which("nsenter") is not None, shutil.which("nsenter") or "nsenter absent")
+    # A host-process NetworkPolicy firewall (the local cluster's kube-router) shows only as its chains.
+    rc, _ = _run("iptables", "-w", "5", "-S", "KUBE-ROUTER-FORWARD") if shutil.which("iptables") else (127, "")
+    put("network_policy_firewall", rc == 0, "kube-router's NetworkPolicy chains are in the node's iptables" if rc == 0
+        else "no kube-router NetworkPolicy chains on the node")
     put("python3", True, sys.version.split()[0])
     return res
 

@@ -42,6 +42,7 @@ class LocalPorts:
     proxy_healthz: int = 10256
     controller_manager: int = 10257
     scheduler: int = 10259
+    kube_router_health: int = 20244
 
     def all(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -207,6 +208,24 @@ COREFILE = """CLUSTER_DOMAIN:53 in-addr.arpa:53 ip6.arpa:53 {
     }
 }
 """
+
+
+def kube_router_rbac() -> str:
+    """What kube-router's firewall reads (as in its upstream manifests), for its own client identity."""
+    docs = [
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": "system:kube-router"},
+         "rules": [{"apiGroups": [""], "resources": ["namespaces", "pods", "services", "nodes", "endpoints"],
+                    "verbs": ["list", "get", "watch"]},
+                   {"apiGroups": ["networking.k8s.io"], "resources": ["networkpolicies"],
+                    "verbs": ["list", "get", "watch"]},
+                   {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"],
+                    "verbs": ["list", "get", "watch"]}]},
+        {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+         "metadata": {"name": "system:kube-router"},
+         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:kube-router"},
+         "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:kube-router"}]},
+    ]
+    return yaml.safe_dump_all(docs, sort_keys=False)
 
 
 def coredns_manifests(net: LocalNetwork, image: str) -> str:

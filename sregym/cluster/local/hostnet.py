@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -19,6 +20,8 @@ from sregym.cluster.local.paths import LocalPaths
 EGRESS_CHAIN = "SREGYM-EGRESS"
 # Chains only Kubernetes components and sregym create on this host.
 CHAIN_PREFIXES = ("KUBE-", "SREGYM-")
+# kube-router's NetworkPolicy sets (its chains are KUBE-ROUTER-*, KUBE-POD-FW-*, KUBE-NWPLCY-*)
+IPSET_PREFIXES = ("KUBE-SRC-", "KUBE-DST-")
 # portmap's chains: the top-level ones are shared with any other CNI user (podman...), the
 # per-container CNI-DN-* ones are tagged with the network name in their jump's comment.
 PORTMAP_PREFIXES = ("CNI-HOSTPORT-", "CNI-DN-")
@@ -139,6 +142,7 @@ def teardown(paths: LocalPaths, net: LocalNetwork) -> list[str]:
     for table, chain in our_chains(paths, before):
         if run("iptables", "-t", table, "-X", chain, check=False).returncode == 0:
             done.append(f"iptables {table}/{chain}")
+    done += remove_policy_ipsets()
 
     for link in links():
         if link.get("master") == net.bridge:
@@ -194,6 +198,18 @@ def _drop_jumps_to(table: str, chain: str) -> None:
     for rule in rules:
         if rule.startswith("-A ") and re.search(rf"-j {re.escape(chain)}(\s|$)", rule):
             run("iptables", "-t", table, *shlex.split(rule.replace("-A ", "-D ", 1)), check=False)
+
+
+def remove_policy_ipsets() -> list[str]:
+    """Destroy the ipsets kube-router's firewall made for NetworkPolicies (once no rule uses them)."""
+    if shutil.which("ipset") is None:
+        return []
+    names = run("ipset", "list", "-n", check=False).stdout.split()
+    done = []
+    for name in names:
+        if name.startswith(IPSET_PREFIXES) and run("ipset", "destroy", name, check=False).returncode == 0:
+            done.append(f"ipset {name}")
+    return done
 
 
 def remove_cni_cache(paths: LocalPaths, cache: Path = Path("/var/lib/cni/results")) -> list[str]:

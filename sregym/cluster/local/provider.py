@@ -1,5 +1,6 @@
 """The `local` provider: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubelet,
-kube-proxy and containerd as host processes, CNI bridge networking and CoreDNS, all upstream.
+kube-proxy and containerd as host processes, CNI bridge networking and CoreDNS, all upstream, and
+kube-router's firewall as the NetworkPolicy enforcer (the bridge plugin enforces none).
 
 ``up`` is idempotent (running components are kept, dead ones restarted), ``down`` stops every
 process by PID and removes every mount, network namespace, bridge, veth and iptables chain the
@@ -34,6 +35,7 @@ from sregym.cluster.local.config import (
     containerd_toml,
     coredns_manifests,
     kube_proxy_config,
+    kube_router_rbac,
     kubelet_config,
     node_name,
     storage_manifests,
@@ -44,9 +46,9 @@ from sregym.cluster.pki import ClusterPKI
 from sregym.core.errors import ClusterError, PrerequisiteError
 
 COMPONENTS = ("containerd", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
-              "kube-proxy")
+              "kube-proxy", "kube-router")
 HOST_TOOLS = {"containerd": "containerd", "runc": "runc", "ctr": "containerd", "iptables": "iptables",
-              "iptables-save": "iptables", "ip": "iproute2", "mount": "mount", "gcc": "gcc"}
+              "iptables-save": "iptables", "ipset": "ipset", "ip": "iproute2", "mount": "mount", "gcc": "gcc"}
 CNI_PLUGINS = ("bridge", "host-local", "portmap", "loopback", "bandwidth")
 Progress = Callable[[str], None]
 
@@ -75,7 +77,7 @@ class LocalCluster:
         dead = self._forget_dead()
         if dead:
             progress(f"restarting components that were not running: {', '.join(dead)}")
-        progress("binaries: building or reusing Kubernetes, etcd, helm and CoreDNS")
+        progress("binaries: building or reusing Kubernetes, etcd, helm, CoreDNS and kube-router")
         binaries.build_all(log=progress)
         self._write_metadata()
         progress("certificates and kubeconfigs")
@@ -100,7 +102,9 @@ class LocalCluster:
         progress("add-ons: CoreDNS and the default StorageClass")
         kube = self.handle().kube
         kube.kubectl("apply", "--server-side", "--force-conflicts", "-f", "-",
-                     input=coredns_manifests(self.net, self._coredns_image()) + "---\n" + storage_manifests())
+                     input=coredns_manifests(self.net, self._coredns_image()) + "---\n" + storage_manifests()
+                     + "---\n" + kube_router_rbac())
+        self._start("kube-router", self._kube_router_argv())
         progress("waiting for the node to be Ready")
         self._wait(self._node_ready, f"node {self.node} Ready", max(30.0, timeout - (time.monotonic() - started)))
         self._wait(self._coredns_ready, "CoreDNS Ready", 180)
@@ -115,7 +119,8 @@ class LocalCluster:
         if processes.running_pid(self.paths, "kube-apiserver") and processes.running_pid(self.paths, "kubelet"):
             progress("draining pods through the kubelet (so CNI releases their networks)")
             removed += self._drain_pods()
-        for name in ("kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet", "kube-apiserver", "etcd"):
+        for name in ("kube-router", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet",
+                     "kube-apiserver", "etcd"):
             if processes.stop(self.paths, name):
                 removed.append(f"process {name}")
         kp = binaries.KUBERNETES.path("kube-proxy")
@@ -174,7 +179,7 @@ class LocalCluster:
                     if not Path("/usr/lib/cni", p).is_file()]
         if missing:
             raise PrerequisiteError("missing prerequisites: " + ", ".join(missing),
-                                    hint="apt-get install containerd runc containernetworking-plugins iptables "
+                                    hint="apt-get install containerd runc containernetworking-plugins iptables ipset "
                                          "iproute2 gcc libc6-dev (or run scripts/install.sh, which installs them)")
         self._check_data_dir()
         for component, port in self._ports_for_check().items():
@@ -190,7 +195,7 @@ class LocalCluster:
         p = self.ports
         return {"etcd": p.etcd_client, "kube-apiserver": p.apiserver, "kubelet": p.kubelet,
                 "kube-controller-manager": p.controller_manager, "kube-scheduler": p.scheduler,
-                "kube-proxy": p.proxy_healthz}
+                "kube-proxy": p.proxy_healthz, "kube-router": p.kube_router_health}
 
     def _forget_dead(self) -> list[str]:
         """Drop pidfiles of daemons that are gone (killed, crashed, host rebooted)."""
@@ -254,6 +259,7 @@ class LocalCluster:
             "kube-scheduler": ("system:kube-scheduler", ()),
             "kubelet": (f"system:node:{self.node}", ("system:nodes",)),
             "kube-proxy": ("system:kube-proxy", ()),
+            "kube-router": ("system:kube-router", ()),
         }
         for name, (cn, orgs) in users.items():
             pair = pki.issue(f"{name}-client", cn, orgs=orgs)
@@ -339,6 +345,16 @@ class LocalCluster:
     def _kube_proxy_argv(self) -> list[str]:
         return [str(binaries.KUBERNETES.path("kube-proxy")), f"--config={self.paths.root / 'kube-proxy.yaml'}",
                 "--v=1"]
+
+    def _kube_router_argv(self) -> list[str]:
+        # Firewall only: the NetworkPolicy controller (iptables + ipset). Routing stays with the
+        # bridge plugin and services with kube-proxy.
+        return [str(binaries.KUBE_ROUTER.path("kube-router")),
+                f"--kubeconfig={self.paths.root / 'kube-router.kubeconfig'}",
+                "--run-firewall=true", "--run-router=false", "--run-service-proxy=false",
+                f"--hostname-override={self.node}", f"--service-cluster-ip-range={self.net.service_cidr}",
+                f"--health-port={self.ports.kube_router_health}", "--metrics-port=0", "--enable-cni=false",
+                "--iptables-sync-period=1m", "--v=0"]
 
     # ------------------------------------------------------------------ images
     def _coredns_image(self) -> str:

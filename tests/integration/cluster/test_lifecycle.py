@@ -33,6 +33,8 @@ def host_listing(local: LocalCluster) -> dict[str, list]:
                   or (l.get("link_type") == "ether" and l["ifname"].startswith("veth"))],
         "iptables": sorted(f"{t}/{c}" for t, c in hostnet.iptables_chains()
                            if c.startswith(hostnet.CHAIN_PREFIXES + hostnet.PORTMAP_PREFIXES)),
+        "ipsets": [n for n in subprocess.run(["ipset", "list", "-n"], capture_output=True, text=True).stdout.split()
+                   if n.startswith(hostnet.IPSET_PREFIXES)],
         "processes": sorted(c for c in COMPONENTS if processes.running_pid(local.paths, c)),
         "shims": processes.pids_with_arg("containerd-shim-runc-v2", str(local.paths.containerd_socket)),
         "routes": [r for r in subprocess.run(["ip", "route"], capture_output=True, text=True).stdout.splitlines()
@@ -65,6 +67,7 @@ def test_down_leaves_nothing_behind_and_up_restores_the_cluster(local):
     _assert_healthy(local)
     during = host_listing(local)
     assert during["bridge"] and during["processes"] == sorted(COMPONENTS) and during["iptables"]
+    assert "filter/KUBE-ROUTER-FORWARD" in during["iptables"]  # the NetworkPolicy firewall is in place
 
     local.down()
     assert host_listing(local) == after_first_down

@@ -511,14 +511,30 @@ def test_pvc_problem_leaves_new_pods_pending(ctx, app, tmp_path, how):
         wait_until(lambda: get_object(app, "PersistentVolumeClaim", "files", NS) is None, 120, 2, "claim gone")
 
 
-def test_network_policy_deny_cuts_the_dependency(ctx, app, caps):
+def test_network_policy_deny_cuts_the_dependency(ctx, app, caps, cluster):
     node = node_of_web(app)
     enforced = caps(node).get("network_policy_enforcement")
+    if cluster.provider == "local":  # kube-router's firewall runs beside the kubelet
+        assert enforced, caps.get(node).details["network_policy_enforcement"]
     assert get(web_url(app, "/peer?name=peer"))[0] == 200
     c = start(ctx, "network_policy_deny", {"dependency": "peer"}, WEB, node=node)
     assert c.injector.mechanism.name == ("networkpolicy" if enforced else "iptables-egress-drop")
     c.verify()
+    if enforced:  # the policy object itself is what an agent finds
+        assert get_object(app, "NetworkPolicy", "default-egress", NS) is not None
     assert get(web_url(app, "/peer?name=peer"), timeout=8)[0] == 500
+    c.recover()
+    assert get(web_url(app, "/peer?name=peer"))[0] == 200
+    c.recover()
+
+
+def test_network_policy_deny_falls_back_to_iptables_in_the_pod(ctx, app):
+    """The mechanism for clusters whose network plugin enforces no NetworkPolicy."""
+    c = start(ctx, "network_policy_deny", {"dependency": "peer"}, WEB, mechanism="iptables-egress-drop",
+              node=node_of_web(app))
+    c.verify()
+    assert get(web_url(app, "/peer?name=peer"), timeout=8)[0] == 500
+    assert get_object(app, "NetworkPolicy", "default-egress", NS) is None
     c.recover()
     assert get(web_url(app, "/peer?name=peer"))[0] == 200
     c.recover()

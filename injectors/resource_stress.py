@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sregym.cluster.nodeagent import kill_spawned, pids_with_cmdline
 from sregym.injectors import Injector, Mechanism, Verification, injector
 from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
+from sregym.core.errors import MechanismUnavailable
 from sregym.injectors.objects import poll
 from sregym.injectors.stress import WORK_DIR, cgroup_files, cpu_ticks, start_in_cgroups, stress_argv
 
@@ -27,6 +29,12 @@ class StressParams(BaseModel):
     load: int = Field(100, ge=1, le=100, description="cpu: percent load per worker")
     memory: str = Field("256M", description="memory: bytes per worker; io: bytes written per worker")
     seconds: float | None = Field(None, gt=0, description="stop by itself after this long (default: until recovered)")
+    cgroup: Literal["container", "pod"] = Field(
+        "container", description="stress-ng-in-cgroup: join the target container's cgroups, or its pod's (the "
+                                 "pod's limits; the pressure then outlives restarts of the container)")
+    oom_first: bool = Field(
+        True, description="stress-ng makes its workers the OOM killer's first pick (they respawn); false keeps the "
+                          "node's default score, so the app (whose score the kubelet raises) is killed instead")
 
 
 @injector("resource_stress")
@@ -43,6 +51,8 @@ class ResourceStress(Injector[StressParams]):
         runner, pid = target_pid(self.ctx, tc)
         token = "s" + hashlib.sha256(f"{tc.pod_uid}:{self.ctx.seed}:{self.mechanism.name}".encode()).hexdigest()[:12]
         cgroups = cgroup_files(runner, pid) if self.mechanism.name == IN_CGROUP.name else []
+        if self.params.cgroup == "pod":
+            cgroups = [pod_level(f, tc.pod_uid) for f in cgroups]
         return {"container": tc.as_state(), "token": token, "cgroups": cgroups}
 
     def inject(self, state: dict[str, Any]) -> None:
@@ -50,7 +60,8 @@ class ResourceStress(Injector[StressParams]):
         if pids_with_cmdline(runner, state["token"]):
             return
         p = self.params
-        argv = stress_argv(p.resource, p.workers, p.load, p.memory, p.seconds, state["token"])
+        argv = stress_argv(p.resource, p.workers, p.load, p.memory, p.seconds, state["token"],
+                           keep_oom_score=not p.oom_first)
         start_in_cgroups(runner, argv, state["cgroups"], f"{WORK_DIR}/{state['token']}.log")
         poll(lambda: pids_with_cmdline(runner, state["token"]), 10, 0.2)
 
@@ -59,8 +70,11 @@ class ResourceStress(Injector[StressParams]):
         procs = pids_with_cmdline(runner, state["token"])
         if not procs:
             return Verification(False, "stress-ng is not running")
-        cid = TargetContainer.from_state(state["container"]).container_id.split("://")[-1]
-        inside = [pid for pid, _ in procs if cid in runner.run(["cat", f"/proc/{pid}/cgroup"], check=False).stdout]
+        tc = TargetContainer.from_state(state["container"])
+        marks = (tc.pod_uid, tc.pod_uid.replace("-", "_")) if self.params.cgroup == "pod" else \
+            (tc.container_id.split("://")[-1],)
+        inside = [pid for pid, _ in procs
+                  if any(m in runner.run(["cat", f"/proc/{pid}/cgroup"], check=False).stdout for m in marks)]
         before = cpu_ticks(runner, state["token"])
         time.sleep(1)
         burned = cpu_ticks(runner, state["token"]) - before
@@ -74,3 +88,12 @@ class ResourceStress(Injector[StressParams]):
         for pid, start in pids_with_cmdline(runner, state["token"]):
             kill_spawned(runner, pid, start)
         runner.run(["rm", "-rf", f"{WORK_DIR}/{state['token']}"], check=False)
+
+
+def pod_level(procs_file: str, pod_uid: str) -> str:
+    """The pod's ``cgroup.procs`` for one of its container's (the container's cgroup is a child of the pod's)."""
+    pod_dir = Path(procs_file).parent.parent
+    if pod_uid not in pod_dir.name and pod_uid.replace("-", "_") not in pod_dir.name:
+        raise MechanismUnavailable(f"resource_stress: no pod-level cgroup above {procs_file}",
+                                   hint="use cgroup: container on this node")
+    return str(pod_dir / "cgroup.procs")

@@ -12,13 +12,21 @@ WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 Resource = Literal["cpu", "memory", "io"]
 
 
-def stress_argv(resource: Resource, workers: int, load: int, memory: str, seconds: float | None, token: str) -> list[str]:
-    """stress-ng's command line; ``--temp-path`` names a per-fault directory (and lets recover find it)."""
+def stress_argv(resource: Resource, workers: int, load: int, memory: str, seconds: float | None, token: str,
+                keep_oom_score: bool = False) -> list[str]:
+    """stress-ng's command line; ``--temp-path`` names a per-fault directory (and lets recover find it).
+
+    Memory workers hold their memory (``--vm-hang 0``) rather than rewrite it forever: the pressure
+    is the memory, not a CPU-bound loop beside it. ``keep_oom_score`` stops stress-ng from making
+    its workers the OOM killer's first choice (the node's default score is kept; lowering a score
+    needs CAP_SYS_RESOURCE, which sandboxed nodes such as this VM's do not grant)."""
     argv = ["stress-ng", "--temp-path", f"{WORK_DIR}/{token}", "--quiet"]
+    if keep_oom_score:
+        argv.append("--no-oom-adjust")
     if resource == "cpu":
         argv += ["--cpu", str(workers), "--cpu-load", str(load)]
     elif resource == "memory":
-        argv += ["--vm", str(workers), "--vm-bytes", memory, "--vm-keep"]
+        argv += ["--vm", str(workers), "--vm-bytes", memory, "--vm-keep", "--vm-hang", "0"]
     else:
         argv += ["--hdd", str(workers), "--hdd-bytes", memory, "--iomix", "1"] if workers > 1 else \
             ["--hdd", str(workers), "--hdd-bytes", memory]
@@ -48,7 +56,9 @@ def start_in_cgroups(runner: NodeRunner, argv: list[str], procs_files: list[str]
     """Start ``argv`` detached after moving its shell into the given cgroups (its children inherit them)."""
     moves = "".join(f"echo $$ > {shlex.quote(f)} 2>/dev/null; " for f in procs_files)
     script = f"mkdir -p {shlex.quote(argv[2])}; {moves}exec {shlex.join(argv)}"
-    runner.run(["sh", "-c", f"setsid sh -c {shlex.quote(script)} >{shlex.quote(log)} 2>&1 </dev/null &"])
+    # the log's directory first: the redirection fails, and nothing starts, where it is missing
+    runner.run(["sh", "-c", f"mkdir -p {shlex.quote(log.rsplit('/', 1)[0])} && "
+                            f"setsid sh -c {shlex.quote(script)} >{shlex.quote(log)} 2>&1 </dev/null &"])
 
 
 # Sums utime+stime of the processes whose command line holds a token and of their children

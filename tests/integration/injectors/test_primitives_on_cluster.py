@@ -344,6 +344,41 @@ def test_cpu_stress_inside_the_targets_cgroup(ctx, app):
     c.recover()
 
 
+def _oom_kills(kube, name: str) -> int:
+    """How many times the app's container was OOM-killed (restarts whose last state says so)."""
+    pods = list_objects(kube, "Pod", NS, {"app": name})
+    return sum(cs.get("restartCount", 0) for p in pods for cs in p["status"].get("containerStatuses") or []
+               if (cs.get("lastState", {}).get("terminated") or {}).get("reason") == "OOMKilled")
+
+
+def test_memory_held_in_the_pod_cgroup_gets_the_app_oom_killed_until_recovered(ctx, app):
+    """A co-process at the node's default OOM score holds most of the pod's 128Mi: the app (score
+    raised by the kubelet) is what gets killed, and again after each restart (the pressure is in the
+    pod's cgroup, not the container's)."""
+    for m in manifests(NS, "hog"):
+        create_object(app, m)
+    try:
+        wait_until(lambda: _ready_pods(app, "hog"), 120, 2, "hog ready")
+        # 116 MiB of the pod's 128Mi leave the app ~10 MB: less than it needs
+        c = start(ctx, "resource_stress", {"resource": "memory", "memory": "116M", "cgroup": "pod",
+                                           "oom_first": False}, Selector(kind="Deployment", name="hog"),
+                  node=_ready_pods(app, "hog")[0]["spec"]["nodeName"])
+        wait_until(lambda: _oom_kills(app, "hog") >= 2, 180, 3, "the app OOM-killed twice")
+        assert c.injector.verify(c.state).ok  # the stress process itself survived every kill
+        c.recover()
+        wait_until(lambda: _ready_pods(app, "hog"), 360, 3, "hog ready again (after its crash-loop back-off)")
+        kills = _oom_kills(app, "hog")  # a kill may land while recover runs; none after the app is back
+        time.sleep(15)
+        assert _oom_kills(app, "hog") == kills and _ready_pods(app, "hog")
+        assert not c.injector.verify(c.state).ok
+        c.recover()
+    finally:
+        while STARTED:
+            STARTED.pop().recover()
+        for m in manifests(NS, "hog"):
+            delete_object(app, m["kind"], m["metadata"]["name"], NS)
+
+
 def test_load_surge_scales_the_generator(ctx, app):
     c = start(ctx, "load_surge", {"replicas": 2, "env": {"RPS": "50"}}, Selector(kind="Deployment", name="peer"))
     c.verify()

@@ -137,6 +137,10 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
         pass
     finally:
         with anyio.CancelScope(shield=True):
-            if plane is not None and not await plane.recover_all():
-                journal.close()
+            if plane is not None:
+                errors = await plane.recover_all()
+                if not errors:
+                    journal.close()
+                else:  # the journal stays open so that cleanup can finish the revert
+                    phases.note(f"recover failed ({'; '.join(errors)}); run `sregym cleanup` to revert what is left")
     return result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -89,10 +90,35 @@ def installed(cluster: ClusterHandle, release: str, namespace: str) -> tuple[str
     return state, (current.get(HASH_VALUE[0]) or {}).get(HASH_VALUE[1])
 
 
+# helm's message when values change a StatefulSet field the API server will not update in place
+# (volumeClaimTemplates, serviceName, selector...)
+_IMMUTABLE_STS = re.compile(r'cannot patch "([^"]+)" with kind StatefulSet: .*Forbidden: updates to statefulset spec')
+
+
+def immutable_statefulsets(helm_stderr: str) -> list[str]:
+    """StatefulSets an upgrade could not patch because it changed fields that cannot be updated."""
+    return sorted(set(_IMMUTABLE_STS.findall(helm_stderr)))
+
+
 def upgrade_install(cluster: ClusterHandle, spec: AppSpec, namespace: str, values: dict[str, Any]) -> None:
-    """``helm upgrade --install`` with ``values`` on stdin (JSON is YAML: no --set escaping)."""
-    proc = helm(cluster, "upgrade", "--install", spec.name, str(spec.chart), "-n", namespace, "--create-namespace",
-                "-f", "-", input=json.dumps(values))
+    """``helm upgrade --install`` with ``values`` on stdin (JSON is YAML: no --set escaping).
+
+    Problems may deploy an app with values that change a StatefulSet's immutable fields (e.g. a
+    memory-backed volume instead of a claim); the StatefulSet and its pods are then deleted (claims
+    and data stay) and the upgrade retried once, as one does by hand."""
+    def run() -> subprocess.CompletedProcess[str]:
+        return helm(cluster, "upgrade", "--install", spec.name, str(spec.chart), "-n", namespace,
+                    "--create-namespace", "-f", "-", input=json.dumps(values))
+
+    proc = run()
+    stuck = immutable_statefulsets(proc.stderr) if proc.returncode != 0 else []
+    if stuck:
+        for name in stuck:
+            # with its pods (an orphaned pod adopted by the new StatefulSet is never rolled: it would
+            # keep the old volumes, seen live); claims stay, so the data does
+            cluster.kube.kubectl("-n", namespace, "delete", "statefulset", name, "--cascade=foreground",
+                                 "--wait=true", check=False, timeout=180)
+        proc = run()
     if proc.returncode != 0:
         raise ClusterError(f"helm could not install app {spec.name} into namespace {namespace}: "
                            f"{proc.stderr.strip()[-800:]}", hint=f"kubectl -n {namespace} get events")

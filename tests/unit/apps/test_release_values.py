@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from sregym.apps import load_app
 from sregym.apps.driver import set_path
-from sregym.apps.release import chart_hash, deep_merge
+from sregym.apps.release import chart_hash, deep_merge, immutable_statefulsets
 
 
 def test_deep_merge_overrides_nested_keys_and_keeps_the_rest():
@@ -43,3 +43,13 @@ def test_chart_hash_ignores_image_sources_and_descriptor(tmp_path):
 def test_repository_chart_hashes_differ_between_apps():
     hotel, shop = load_app("hotel-reservation"), load_app("online-shop")
     assert chart_hash(hotel.chart, {}) != chart_hash(shop.chart, {})
+
+
+def test_statefulsets_an_upgrade_cannot_patch_are_named_from_helms_message():
+    # as helm printed it when shop_redis_disk_full's memory volume was switched back to a claim
+    err = ('Error: UPGRADE FAILED: cannot patch "shop-redis" with kind StatefulSet: StatefulSet.apps "shop-redis" '
+           "is invalid: spec: Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', "
+           "'template', 'updateStrategy', 'revisionHistoryLimit', 'persistentVolumeClaimRetentionPolicy' and "
+           "'minReadySeconds' are forbidden")
+    assert immutable_statefulsets(err) == ["shop-redis"]
+    assert immutable_statefulsets('Error: UPGRADE FAILED: cannot patch "web" with kind Deployment: x') == []

@@ -10,9 +10,9 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sregym.cluster.nodeagent import kill_spawned, pids_with_cmdline
+from sregym.core.errors import MechanismUnavailable
 from sregym.injectors import Injector, Mechanism, Verification, injector
 from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
-from sregym.core.errors import MechanismUnavailable
 from sregym.injectors.objects import poll
 from sregym.injectors.stress import WORK_DIR, cgroup_files, cpu_ticks, start_in_cgroups, stress_argv
 
@@ -71,8 +71,7 @@ class ResourceStress(Injector[StressParams]):
         if not procs:
             return Verification(False, "stress-ng is not running")
         tc = TargetContainer.from_state(state["container"])
-        marks = (tc.pod_uid, tc.pod_uid.replace("-", "_")) if self.params.cgroup == "pod" else \
-            (tc.container_id.split("://")[-1],)
+        marks = uid_forms(tc.pod_uid) if self.params.cgroup == "pod" else (tc.container_id.split("://")[-1],)
         inside = [pid for pid, _ in procs
                   if any(m in runner.run(["cat", f"/proc/{pid}/cgroup"], check=False).stdout for m in marks)]
         before = cpu_ticks(runner, state["token"])
@@ -90,10 +89,15 @@ class ResourceStress(Injector[StressParams]):
         runner.run(["rm", "-rf", f"{WORK_DIR}/{state['token']}"], check=False)
 
 
+def uid_forms(pod_uid: str) -> tuple[str, str]:
+    """How a pod's uid appears in cgroup paths (cgroupfs driver; systemd driver with underscores)."""
+    return pod_uid, pod_uid.replace("-", "_")
+
+
 def pod_level(procs_file: str, pod_uid: str) -> str:
     """The pod's ``cgroup.procs`` for one of its container's (the container's cgroup is a child of the pod's)."""
     pod_dir = Path(procs_file).parent.parent
-    if pod_uid not in pod_dir.name and pod_uid.replace("-", "_") not in pod_dir.name:
+    if not any(form in pod_dir.name for form in uid_forms(pod_uid)):
         raise MechanismUnavailable(f"resource_stress: no pod-level cgroup above {procs_file}",
                                    hint="use cgroup: container on this node")
     return str(pod_dir / "cgroup.procs")

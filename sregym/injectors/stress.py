@@ -55,10 +55,11 @@ def cgroup_files(runner: NodeRunner, pid: int) -> list[str]:
 def start_in_cgroups(runner: NodeRunner, argv: list[str], procs_files: list[str], log: str) -> None:
     """Start ``argv`` detached after moving its shell into the given cgroups (its children inherit them)."""
     moves = "".join(f"echo $$ > {shlex.quote(f)} 2>/dev/null; " for f in procs_files)
-    script = f"mkdir -p {shlex.quote(argv[2])}; {moves}exec {shlex.join(argv)}"
-    # the log's directory first: the redirection fails, and nothing starts, where it is missing
-    runner.run(["sh", "-c", f"mkdir -p {shlex.quote(log.rsplit('/', 1)[0])} && "
-                            f"setsid sh -c {shlex.quote(script)} >{shlex.quote(log)} 2>&1 </dev/null &"])
+    script = f"{moves}exec {shlex.join(argv)}"
+    # the log's directory too: where it is missing the redirection fails and nothing starts
+    dirs = shlex.join([log.rsplit("/", 1)[0], argv[2]])
+    runner.run(["sh", "-c", f"mkdir -p {dirs} && setsid sh -c {shlex.quote(script)} >{shlex.quote(log)} 2>&1 "
+                            "</dev/null &"])
 
 
 # Sums utime+stime of the processes whose command line holds a token and of their children

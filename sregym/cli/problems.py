@@ -136,12 +136,18 @@ def validate(
     charts_dir: ChartsDirOpt = [],  # noqa: B006
     problems_dir: ProblemsDirOpt = [],  # noqa: B006
     plugins: PluginsOpt = [],  # noqa: B006
+    log: Annotated[Optional[Path], typer.Option(
+        "--log", help="Append one JSON line per problem as it finishes (result, steps, wall time).")] = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Skip the problems --log already records as valid (continue an interrupted --all).")] = False,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
     """Prove problems: healthy baseline, inject, fault observable and mitigation oracle fails,
-    recover, oracle passes, app healthy again. With --static, only the file and registry checks."""
+    recover, oracle passes, app healthy again. With --static, only the file and registry checks.
+    Each problem's result is printed as it finishes; the table at the end sums them up."""
     from sregym.conductor.checks import check_problem
+    from sregym.conductor.validate import valid_in_log
 
     if not problem and not all_:
         raise UserInputError("name a problem, or pass --all", hint="sregym validate PROBLEM | sregym validate --all")
@@ -152,21 +158,34 @@ def validate(
         chosen = [load_problem_arg(problem, problems_dir)]
     else:
         chosen = catalog(problems_dir, plugins).select(tags=tag, difficulty=difficulty, app=app, split=split)
+    if resume and log is None:
+        raise UserInputError("--resume needs --log: the file of the interrupted run",
+                             hint="sregym validate --all --log validate.jsonl --resume")
     console = Console()
     for lp in chosen:
         check_problem(lp, noise=True)
+    if resume:
+        done = valid_in_log(log)
+        skipped = [lp.id for lp in chosen if lp.id in done]
+        chosen = [lp for lp in chosen if lp.id not in done]
+        if skipped:
+            console.print(f"--resume: {len(skipped)} problem(s) already valid in {log}, {len(chosen)} to go")
     if static:
         for lp in chosen:
             console.print(f"[green]ok[/] {lp.id} [dim]{lp.path}[/]")
         console.print(f"{len(chosen)} problem(s) pass the static checks")
         return
-    failed = anyio.run(_validate_live, chosen, kubeconfig, context, charts_dir, grade_window, verify_timeout, console)
+    failed = anyio.run(_validate_live, chosen, kubeconfig, context, charts_dir, grade_window, verify_timeout, console,
+                       log)
     if failed:
         raise typer.Exit(5)
 
 
 async def _validate_live(chosen: list[LoadedProblem], kubeconfig: Path | None, context: str | None,
-                         charts_dir: list[Path], grade_window: float, verify_timeout: float, console: Console) -> int:
+                         charts_dir: list[Path], grade_window: float, verify_timeout: float, console: Console,
+                         log: Path | None) -> int:
+    import time
+
     from sregym.cluster.providers import current_cluster
     from sregym.conductor.appdriver import app_driver
     from sregym.conductor.validate import validate_problem
@@ -175,14 +194,23 @@ async def _validate_live(chosen: list[LoadedProblem], kubeconfig: Path | None, c
     driver = app_driver(charts_dir)
     table = Table("problem", "result", "seconds", "detail")
     failed = 0
-    for lp in chosen:
+    started = time.monotonic()
+    for i, lp in enumerate(chosen, 1):
+        t0 = time.monotonic()
         res = await validate_problem(lp.problem, cluster=cluster, driver=driver, grade_window=grade_window,
                                      verify_timeout=verify_timeout, console=Console(stderr=True))
+        wall = time.monotonic() - t0
         bad = next((s for s in res.steps if not s.ok), None)
         failed += not res.ok
+        if log is not None:
+            with log.open("a") as f:
+                f.write(json.dumps(res.record(wall)) + "\n")
+        console.print(f"[{i}/{len(chosen)}] {lp.id}: " + ("[green]valid[/]" if res.ok else "[red]INVALID[/]")
+                      + f" in {wall:.0f} s" + (f" ({bad.name})" if bad else ""), highlight=False)
         table.add_row(lp.id, "[green]valid[/]" if res.ok else "[red]INVALID[/]", f"{res.seconds:.1f}",
                       f"{bad.name}: {bad.detail}" if bad else " -> ".join(f"{s.name} {s.seconds:.0f}s" for s in res.steps))
     console.print(table)
+    console.print(f"{len(chosen) - failed} of {len(chosen)} valid in {(time.monotonic() - started) / 60:.1f} min")
     return failed
 
 

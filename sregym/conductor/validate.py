@@ -7,10 +7,12 @@ timed; the first step that does not hold ends the problem's validation (after re
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 
 import anyio
 import anyio.to_thread
@@ -48,6 +50,34 @@ class ProblemValidation:
     @property
     def seconds(self) -> float:
         return round(sum(s.seconds for s in self.steps), 1)
+
+    def record(self, wall_seconds: float) -> dict:
+        """One line of ``sregym validate --log``: the result, each step, and the wall time
+        (which also counts deploying the app, unlike ``seconds``)."""
+        return {"problem": self.problem_id, "ok": self.ok, "seconds": self.seconds,
+                "wall_seconds": round(wall_seconds, 1),
+                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                "steps": [asdict(s) for s in self.steps]}
+
+
+def valid_in_log(path: Path) -> set[str]:
+    """Problems a ``--log`` file already records as valid (what ``--resume`` skips)."""
+    from sregym.core.errors import UserInputError
+
+    if not path.exists():
+        return set()
+    done: set[str] = set()
+    for n, line in enumerate(path.read_text().splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            if rec["ok"] is True:
+                done.add(str(rec["problem"]))
+        except (ValueError, KeyError, TypeError) as e:
+            raise UserInputError(f"{path}:{n}: not a line `sregym validate --log` wrote ({type(e).__name__}: {e})",
+                                 hint="point --log at a new file, or delete that line") from None
+    return done
 
 
 class _Failed(Exception):

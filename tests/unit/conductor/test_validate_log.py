@@ -1,0 +1,53 @@
+"""``sregym validate --log/--resume``: a long ``--all`` run leaves one JSON line per problem as it
+finishes, and an interrupted run continues where it stopped, skipping only what was valid."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sregym.cli.main import run_cli
+from sregym.conductor.validate import ProblemValidation, Step, valid_in_log
+from sregym.core.errors import UserInputError
+
+
+def result(problem: str, *oks: bool) -> ProblemValidation:
+    return ProblemValidation(problem, [Step(f"step {i}", ok, "detail", 1.5) for i, ok in enumerate(oks)])
+
+
+def test_only_valid_problems_count_as_done(tmp_path):
+    log = tmp_path / "validate.jsonl"
+    lines = [result("a_valid", True, True).record(70.0), result("b_invalid", True, False).record(90.0),
+             result("c_no_steps").record(1.0)]
+    log.write_text("".join(json.dumps(r) + "\n" for r in lines) + "\n")
+    assert valid_in_log(log) == {"a_valid"}
+    first = json.loads(log.read_text().splitlines()[0])
+    assert first["seconds"] == 3.0 and first["wall_seconds"] == 70.0
+    assert [s["name"] for s in first["steps"]] == ["step 0", "step 1"]
+
+
+def test_a_missing_log_means_nothing_done_yet(tmp_path):
+    assert valid_in_log(tmp_path / "absent.jsonl") == set()
+
+
+def test_a_line_it_did_not_write_is_named_with_its_line(tmp_path):
+    log = tmp_path / "validate.jsonl"
+    log.write_text(json.dumps(result("a", True).record(1.0)) + "\n{not json\n")
+    with pytest.raises(UserInputError, match=r"validate\.jsonl:2: not a line `sregym validate --log` wrote"):
+        valid_in_log(log)
+
+
+def test_resume_needs_the_log(capsys):
+    assert run_cli(["validate", "--all", "--resume"]) == 2
+    assert "--resume needs --log" in capsys.readouterr().err
+
+
+def test_resume_skips_what_the_log_has_as_valid(tmp_path, capsys):
+    log = tmp_path / "validate.jsonl"
+    log.write_text(json.dumps(result("hotel_noop_control", True).record(66.0)) + "\n"
+                   + json.dumps(result("hotel_db_port_wrong", False).record(90.0)) + "\n")
+    assert run_cli(["validate", "--all", "--static", "--log", str(log), "--resume"]) == 0
+    out = capsys.readouterr().out
+    assert "--resume: 1 problem(s) already valid" in out
+    assert "hotel_noop_control" not in out and "ok hotel_db_port_wrong" in out

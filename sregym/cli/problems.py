@@ -189,6 +189,7 @@ async def _validate_live(chosen: list[LoadedProblem], kubeconfig: Path | None, c
     from sregym.cluster.providers import current_cluster
     from sregym.conductor.appdriver import app_driver
     from sregym.conductor.validate import validate_problem
+    from sregym.core.jsonlines import append_json_line
 
     cluster = current_cluster(kubeconfig, context)
     driver = app_driver(charts_dir)
@@ -203,11 +204,11 @@ async def _validate_live(chosen: list[LoadedProblem], kubeconfig: Path | None, c
         bad = next((s for s in res.steps if not s.ok), None)
         failed += not res.ok
         if log is not None:
-            with log.open("a") as f:
-                f.write(json.dumps(res.record(wall)) + "\n")
-        console.print(f"[{i}/{len(chosen)}] {lp.id}: " + ("[green]valid[/]" if res.ok else "[red]INVALID[/]")
-                      + f" in {wall:.0f} s" + (f" ({bad.name})" if bad else ""), highlight=False)
-        table.add_row(lp.id, "[green]valid[/]" if res.ok else "[red]INVALID[/]", f"{res.seconds:.1f}",
+            append_json_line(log, res.record(wall))
+        verdict = "[green]valid[/]" if res.ok else "[red]INVALID[/]"
+        console.print(f"[{i}/{len(chosen)}] {lp.id}: {verdict} in {wall:.0f} s" + (f" ({bad.name})" if bad else ""),
+                      highlight=False)
+        table.add_row(lp.id, verdict, f"{res.seconds:.1f}",
                       f"{bad.name}: {bad.detail}" if bad else " -> ".join(f"{s.name} {s.seconds:.0f}s" for s in res.steps))
     console.print(table)
     console.print(f"{len(chosen) - failed} of {len(chosen)} valid in {(time.monotonic() - started) / 60:.1f} min")

@@ -8,8 +8,6 @@ status and error; then the original error propagates so the CLI exits with its c
 
 from __future__ import annotations
 
-import json
-import os
 import platform
 import secrets
 import subprocess
@@ -34,6 +32,7 @@ from sregym.conductor.oracle_agent import OracleAgent
 from sregym.conductor.progress import Phases
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import incident_onset, resolve_timeline
+from sregym.core.jsonlines import append_json_line
 from sregym.core.problem import Budgets
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.errors import ClusterError, SregymError
@@ -113,10 +112,7 @@ def write_record(record: RunRecord, out_dir: Path) -> Path:
     if record.suite:
         line = {"run_id": record.run_id, "problem_id": record.problem_id, "agent": record.agent.name,
                 "seed": record.seed, "noise": record.noise, "status": record.status, "record": path.name}
-        with (out_dir / INDEX_FILE).open("a") as f:
-            f.write(json.dumps(line) + "\n")
-            f.flush()
-            os.fsync(f.fileno())
+        append_json_line(out_dir / INDEX_FILE, line)
     return path
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import platform
 import time
 from collections import Counter
@@ -47,6 +46,7 @@ from sregym.conductor.agent import agent_info
 from sregym.conductor.checks import NOISE_PREFIX
 from sregym.conductor.run import INDEX_FILE, new_run_id, write_record
 from sregym.core.errors import PrerequisiteError, UnknownNameError, UserInputError
+from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 from sregym.core.record import RunRecord, Versions
 # Statuses after which a cell is done; an aborted (interrupted) run always runs again.
@@ -84,28 +84,7 @@ def suite_cells(problems: Iterable[str], agent: str, seeds: Iterable[int], noise
 
 def read_index(out_dir: Path) -> list[dict[str, Any]]:
     """Lines of ``index.jsonl`` (a line a kill cut short is skipped)."""
-    path = out_dir / INDEX_FILE
-    if not path.is_file():
-        return []
-    entries = []
-    for line in path.read_text().splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if isinstance(entry, dict) and {"agent", "problem_id", "seed", "noise", "status"} <= entry.keys():
-            entries.append(entry)
-    return entries
-
-
-def end_index_line(out_dir: Path) -> None:
-    """Finish a line a kill cut short, so the next appended line is not glued onto it."""
-    path = out_dir / INDEX_FILE
-    if path.is_file() and path.stat().st_size:
-        with path.open("rb+") as f:
-            f.seek(-1, 2)
-            if f.read(1) != b"\n":
-                f.write(b"\n")
+    return read_json_lines(out_dir / INDEX_FILE, {"agent", "problem_id", "seed", "noise", "status"})
 
 
 def entry_key(entry: dict[str, Any]) -> CellKey:
@@ -381,7 +360,6 @@ class SuiteRunner:
             load_registries(self.agent)
         summary = SuiteSummary(planned=len(self.cells), skipped=len(self.cells) - len(todo))
         self.out_dir.mkdir(parents=True, exist_ok=True)
-        end_index_line(self.out_dir)
         if self.leases is not None and todo:
             self.leases.ensure_namespace()
         if summary.skipped:

@@ -7,7 +7,6 @@ timed; the first step that does not hold ends the problem's validation (after re
 
 from __future__ import annotations
 
-import json
 import math
 import secrets
 import time
@@ -27,6 +26,7 @@ from sregym.conductor.progress import Phases
 from sregym.conductor.run import ensure_hidden_namespace
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
+from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 
 
@@ -62,22 +62,7 @@ class ProblemValidation:
 
 def valid_in_log(path: Path) -> set[str]:
     """Problems a ``--log`` file already records as valid (what ``--resume`` skips)."""
-    from sregym.core.errors import UserInputError
-
-    if not path.exists():
-        return set()
-    done: set[str] = set()
-    for n, line in enumerate(path.read_text().splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            rec = json.loads(line)
-            if rec["ok"] is True:
-                done.add(str(rec["problem"]))
-        except (ValueError, KeyError, TypeError) as e:
-            raise UserInputError(f"{path}:{n}: not a line `sregym validate --log` wrote ({type(e).__name__}: {e})",
-                                 hint="point --log at a new file, or delete that line") from None
-    return done
+    return {str(e["problem"]) for e in read_json_lines(path, {"problem", "ok"}) if e["ok"] is True}
 
 
 class _Failed(Exception):

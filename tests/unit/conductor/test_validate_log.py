@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from sregym.cli.main import run_cli
 from sregym.conductor.validate import ProblemValidation, Step, valid_in_log
-from sregym.core.errors import UserInputError
+from sregym.core.jsonlines import append_json_line
 
 
 def result(problem: str, *oks: bool) -> ProblemValidation:
@@ -31,11 +29,15 @@ def test_a_missing_log_means_nothing_done_yet(tmp_path):
     assert valid_in_log(tmp_path / "absent.jsonl") == set()
 
 
-def test_a_line_it_did_not_write_is_named_with_its_line(tmp_path):
+def test_a_line_a_kill_cut_short_is_skipped_and_the_next_starts_fresh(tmp_path):
     log = tmp_path / "validate.jsonl"
-    log.write_text(json.dumps(result("a", True).record(1.0)) + "\n{not json\n")
-    with pytest.raises(UserInputError, match=r"validate\.jsonl:2: not a line `sregym validate --log` wrote"):
-        valid_in_log(log)
+    append_json_line(log, result("a", True).record(1.0))
+    with log.open("a") as f:  # killed mid-write
+        f.write(json.dumps(result("b", True).record(1.0))[:20])
+    assert valid_in_log(log) == {"a"}
+    append_json_line(log, result("c", True).record(1.0))
+    assert valid_in_log(log) == {"a", "c"}
+    assert len(log.read_text().splitlines()) == 3
 
 
 def test_resume_needs_the_log(capsys):

@@ -181,10 +181,12 @@ def kube_proxy_config(paths: LocalPaths, net: LocalNetwork, ports: LocalPorts, n
     return yaml.safe_dump(doc, sort_keys=False)
 
 
+COREDNS_READY_PORT = 8181  # CoreDNS's `ready` plugin: the readiness probe, and `up`'s check
+
 COREFILE = """CLUSTER_DOMAIN:53 in-addr.arpa:53 ip6.arpa:53 {
     errors
     health :8080
-    ready :8181
+    ready :COREDNS_READY_PORT
     kubernetes CLUSTER_DOMAIN in-addr.arpa ip6.arpa {
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
@@ -242,7 +244,8 @@ def coredns_manifests(net: LocalNetwork, image: str) -> str:
          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "system:coredns"},
          "subjects": [{"kind": "ServiceAccount", "name": "coredns", "namespace": "kube-system"}]},
         {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "coredns", "namespace": "kube-system"},
-         "data": {"Corefile": COREFILE.replace("CLUSTER_DOMAIN", net.cluster_domain)}},
+         "data": {"Corefile": COREFILE.replace("CLUSTER_DOMAIN", net.cluster_domain)
+                                      .replace("COREDNS_READY_PORT", str(COREDNS_READY_PORT))}},
         {"apiVersion": "apps/v1", "kind": "Deployment",
          "metadata": {"name": "coredns", "namespace": "kube-system", "labels": labels},
          "spec": {"replicas": 1, "selector": {"matchLabels": labels},
@@ -261,7 +264,7 @@ def coredns_manifests(net: LocalNetwork, image: str) -> str:
                                               "capabilities": {"add": ["NET_BIND_SERVICE"], "drop": ["ALL"]}},
                           "livenessProbe": {"httpGet": {"path": "/health", "port": 8080}, "initialDelaySeconds": 10,
                                             "periodSeconds": 10, "failureThreshold": 5},
-                          "readinessProbe": {"httpGet": {"path": "/ready", "port": 8181}, "periodSeconds": 2},
+                          "readinessProbe": {"httpGet": {"path": "/ready", "port": COREDNS_READY_PORT}, "periodSeconds": 2},
                       }],
                       "volumes": [{"name": "config", "configMap": {"name": "coredns"}}]}}}},
         {"apiVersion": "v1", "kind": "Service",

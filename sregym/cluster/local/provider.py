@@ -27,6 +27,7 @@ from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.local import hostnet, processes
 from sregym.cluster.local.config import (
     COREDNS_IMAGE_REPO,
+    COREDNS_READY_PORT,
     PAUSE_IMAGE,
     LocalNetwork,
     LocalPorts,
@@ -44,6 +45,8 @@ from sregym.cluster.local.config import (
 from sregym.cluster.local.paths import LocalPaths
 from sregym.cluster.pki import ClusterPKI
 from sregym.core.errors import ClusterError, PrerequisiteError
+
+_NO_PROXY = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # pod IPs are reached directly
 
 COMPONENTS = ("containerd", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet",
               "kube-proxy", "kube-router")
@@ -437,11 +440,27 @@ class LocalCluster:
         return any(c["type"] == "Ready" and c["status"] == "True" for c in node["status"].get("conditions", []))
 
     def _coredns_ready(self) -> bool:
+        """A live CoreDNS pod answers its own readiness endpoint.
+
+        Neither the Deployment's readyReplicas nor the pod's Ready condition will do right after
+        `up`: `down` stops the controller manager before draining, so the Deployment still says
+        1 ready replica of a pod that is gone, and after a kubelet restart a pod's condition is
+        stale until the kubelet re-probes. Asking CoreDNS itself (its `ready` plugin, the endpoint
+        the readiness probe uses) over the bridge is true at the moment it is asked."""
         try:
-            dep = self._get("/apis/apps/v1/namespaces/kube-system/deployments/coredns")
+            pods = self._get("/api/v1/namespaces/kube-system/pods?labelSelector=k8s-app%3Dkube-dns")["items"]
         except Exception:  # noqa: BLE001
             return False
-        return dep.get("status", {}).get("readyReplicas", 0) >= 1
+        for pod in pods:
+            ip = pod.get("status", {}).get("podIP")
+            if ip and not pod["metadata"].get("deletionTimestamp"):
+                try:
+                    with _NO_PROXY.open(f"http://{ip}:{COREDNS_READY_PORT}/ready", timeout=2) as r:
+                        if r.status == 200:
+                            return True
+                except OSError:
+                    continue
+        return False
 
     def _drain_pods(self) -> list[str]:
         for name in ("kube-controller-manager", "kube-scheduler"):  # nothing may recreate pods now

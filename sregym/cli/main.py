@@ -114,6 +114,10 @@ def main() -> None:
     # its faults and writes its record, then exits 130
     # (re-sent as SIGINT, so whoever handles Ctrl-C at that moment, e.g. the event loop, handles it)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(os.getpid(), signal.SIGINT))
+    # A shell starts a background job (`sregym validate --all &`, nohup) with SIGINT ignored, and
+    # Python then installs no Ctrl-C handler: the SIGINT above would be dropped and `kill` ignored.
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     sys.exit(run_cli())
 
 

@@ -162,12 +162,17 @@ def test_seeded_noise_runs_before_the_page_and_is_recovered(cluster, tmp_path, s
     assert open_journals(state) == []
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["ctrl-c", "sigterm"])
-def test_ctrl_c_or_sigterm_recovers_then_exits_130(cluster, tmp_path, state, signum):
+# A shell starts background jobs (`sregym ... &`, nohup) with SIGINT ignored; `kill` must still stop
+# them cleanly (it did not: SIGTERM was re-sent as the ignored SIGINT and the run went on).
+@pytest.mark.parametrize(("signum", "sigint_at_start"),
+                         [(signal.SIGINT, signal.SIG_DFL), (signal.SIGTERM, signal.SIG_DFL),
+                          (signal.SIGTERM, signal.SIG_IGN)],
+                         ids=["ctrl-c", "sigterm", "sigterm-to-a-background-job"])
+def test_ctrl_c_or_sigterm_recovers_then_exits_130(cluster, tmp_path, state, signum, sigint_at_start):
     out = tmp_path / "runs"
     proc = subprocess.Popen(run_args(cluster, out, grade_window="30"), env=state, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, sigint_at_start))
     try:
         wait_for_journal_op(state, "applied", proc)
         time.sleep(1.0)

@@ -65,6 +65,7 @@ class DeployResult(BaseModel):
     chart_hash: str
     reused: bool
     seconds: float
+    drift_reset: list[str] = []  # objects of a reused release that differed from the chart, put back
 
 
 def _spec(app: AppSpec | str) -> AppSpec:
@@ -174,20 +175,24 @@ def _traces_endpoint() -> str | None:
 def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None,
            values: dict[str, Any] | None = None, *, wait: bool = True, timeout: float = 600) -> DeployResult:
     """Install ``app`` into ``namespace`` and wait until Ready, or reuse the release already there
-    when it was installed at the same chart hash (chart files + values) and is healthy."""
+    when it was installed at the same chart hash (chart files + values), is healthy and its objects
+    are as the chart made them (else the upgrade puts back what drifted)."""
     spec = _spec(app)
     ns = namespace or spec.namespace
     started = time.monotonic()
     merged = install_values(cluster, spec, values)
     digest = merged["sregym"]["chartHash"]
     state, installed_hash = release.installed(cluster, spec.name, ns)
+    drift: list[str] = []
     if state == "deployed" and installed_hash == digest and status(cluster, spec, ns).ready:
-        return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=True,
-                            seconds=time.monotonic() - started)
-    release.upgrade_install(cluster, spec, ns, merged)
+        drift = release.drifted(cluster, spec.name, ns)
+        if not drift:
+            return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=True,
+                                seconds=time.monotonic() - started)
+    release.upgrade_install(cluster, spec, ns, merged)  # helm's three-way merge also resets the drift
     if wait:
         wait_ready(cluster, spec, ns, timeout=timeout)
-    return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=False,
+    return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=False, drift_reset=drift,
                         seconds=time.monotonic() - started)
 
 

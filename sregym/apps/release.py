@@ -90,6 +90,24 @@ def installed(cluster: ClusterHandle, release: str, namespace: str) -> tuple[str
     return state, (current.get(HASH_VALUE[0]) or {}).get(HASH_VALUE[1])
 
 
+def drifted(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
+    """Objects of the release whose live state differs from its manifest in a field the manifest
+    sets (``kubectl diff``: the manifest applied as a server-side dry run, against the live
+    objects), e.g. a Service that a test or a crashed run left with another targetPort. A reused
+    release must be the chart, not what the last user left; ``["(unknown)"]`` when it cannot tell."""
+    manifest = helm(cluster, "get", "manifest", release, "-n", namespace, timeout=60)
+    if manifest.returncode != 0:
+        return ["(unknown)"]
+    proc = cluster.kube.kubectl("-n", namespace, "diff", "-f", "-", input=manifest.stdout, check=False, timeout=120)
+    if proc.returncode == 0:
+        return []
+    if proc.returncode != 1:  # kubectl diff: 1 means differences, anything else an error
+        return ["(unknown)"]
+    # "diff -u -N /tmp/LIVE-1/v1.Service.hotel-reservation.geo /tmp/MERGED-2/..."
+    return sorted({line.split()[3].rsplit("/", 1)[-1] for line in proc.stdout.splitlines()
+                   if line.startswith("diff ") and len(line.split()) > 4})
+
+
 # helm's message when values change a StatefulSet field the API server will not update in place
 # (volumeClaimTemplates, serviceName, selector...)
 _IMMUTABLE_STS = re.compile(r'cannot patch "([^"]+)" with kind StatefulSet: .*Forbidden: updates to statefulset spec')

@@ -52,6 +52,8 @@ def deploy(name: AppArg, namespace: NamespaceOpt = None,
     verb = "reused" if result.reused else "deployed"
     Console().print(f"{verb} {result.name} in namespace {result.namespace} (chart hash {result.chart_hash}) "
                     f"in {result.seconds:.1f}s")
+    if result.drift_reset:
+        Console().print(f"put back what differed from the chart: {', '.join(result.drift_reset)}")
 
 
 @app_cmd.command("status")

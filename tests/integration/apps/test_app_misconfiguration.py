@@ -14,7 +14,7 @@ pytestmark = pytest.mark.cluster
 APP = "hotel-reservation"
 
 
-def _set_target_port(cluster, namespace: str, port: int) -> None:
+def _set_target_port(cluster, namespace: str, port: int | str) -> None:
     patch = [{"op": "replace", "path": "/spec/ports/0/targetPort", "value": port}]
     cluster.kube.kubectl("-n", namespace, "patch", "service", "geo", "--type", "json", "-p", json.dumps(patch))
 
@@ -25,6 +25,9 @@ def test_wrong_service_port_is_visible_in_metrics_logs_traces_and_recovers(clust
     failing_calls = (f'sum(increase(http_client_requests_total{{namespace="{ns}",service="search",target="geo",'
                      f'outcome="error"}}[1m]))')
     client_errors = f'sum(rate(loadgen_requests_total{{namespace="{ns}",outcome!="ok"}}[1m]))'
+    # Put back what was there (the chart's named port "http", not its number): a later problem
+    # that breaks geo's named containerPort relies on the Service targeting the name.
+    original = cluster.kube.core.read_namespaced_service("geo", ns).spec.ports[0].target_port
     _set_target_port(cluster, ns, 9)
     try:
         # metrics: the caller's error counter and the users' failures both rise
@@ -42,7 +45,8 @@ def test_wrong_service_port_is_visible_in_metrics_logs_traces_and_recovers(clust
                              timeout=120, what="an error trace from search to geo")
         assert errored
     finally:
-        _set_target_port(cluster, ns, 8080)
+        _set_target_port(cluster, ns, original)
+    assert cluster.kube.core.read_namespaced_service("geo", ns).spec.ports[0].target_port == original
     # recovered: no new failing calls for a full minute
     eventually(lambda: prom(observability, failing_calls) == 0, timeout=240, every=10,
                what="search->geo errors back to zero")

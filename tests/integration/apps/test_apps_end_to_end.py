@@ -55,6 +55,24 @@ def test_a_second_deploy_reuses_the_healthy_release(cluster, app):
     assert again.seconds < 30
 
 
+def test_a_release_that_drifted_from_the_chart_is_put_back_not_reused(cluster, app):
+    """A Service left with a numeric targetPort (as a test once left geo's) looks healthy, but a
+    problem that breaks the named port would then have no effect: deploy must notice and reset."""
+    ns, entry = app["spec"].namespace, app["entry"]
+    read = lambda: cluster.kube.core.read_namespaced_service(entry, ns).spec.ports[0].target_port  # noqa: E731
+    assert read() == "http"
+    cluster.kube.kubectl("-n", ns, "patch", "service", entry, "--type", "json",
+                         "-p", '[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": 8080}]')
+    try:
+        again = deploy(cluster, app["name"])
+    finally:
+        cluster.kube.kubectl("-n", ns, "patch", "service", entry, "--type", "json",
+                             "-p", '[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": "http"}]')
+    assert not again.reused and again.drift_reset == [f"v1.Service.{ns}.{entry}"]
+    assert read() == "http"
+    assert deploy(cluster, app["name"]).reused  # and the next deploy finds nothing to put back
+
+
 def test_requests_flow_from_the_entry_service_to_the_database(cluster, app):
     before = _rows(cluster, app)
     eventually(lambda: _rows(cluster, app) > before, timeout=120, what=f"new rows from `{app['rows']}`")

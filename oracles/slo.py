@@ -21,6 +21,9 @@ from sregym.oracles.slos import Slo, baseline_value, render, slos_from, within
 from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
 
 
+SCRAPE_INTERVAL_SECONDS = 15.0  # the observability chart's prometheus.scrapeInterval
+
+
 class SloParams(WindowParams):
     interval_seconds: float = Field(15.0, gt=0)
     only: list[str] = Field(default_factory=list, description="check only these SLO names")
@@ -43,6 +46,12 @@ class SloOracle(MitigationOracle):
     """Every SLO within tolerance of its baseline at every sample."""
 
     Params = SloParams
+
+    @classmethod
+    def lag_seconds(cls, params: SloParams) -> float:
+        """A rate over ``rate_window`` covers only the new state one window (and a scrape) later."""
+        n, unit = int(params.rate_window[:-1]), params.rate_window[-1]
+        return n * {"s": 1, "m": 60, "h": 3600}[unit] + SCRAPE_INTERVAL_SECONDS
 
     def check(self) -> CheckResult:
         p = self.params

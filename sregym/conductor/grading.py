@@ -17,7 +17,7 @@ from sregym.core.trajectory import Trajectory
 from sregym.oracles import MITIGATION_ORACLES, MitigationContext
 from sregym.oracles.scoring import complete_grades
 
-__all__ = ["complete_grades", "grade_diagnosis", "grade_mitigation"]
+__all__ = ["complete_grades", "grade_diagnosis", "grade_mitigation", "symptom_lag"]
 
 
 def _check_one(ref_name: str, raw: dict[str, Any], ctx: MitigationContext) -> CheckResult:
@@ -26,6 +26,15 @@ def _check_one(ref_name: str, raw: dict[str, Any], ctx: MitigationContext) -> Ch
         return cls(cls.parse_params(raw), ctx).check()
     except Exception as e:  # noqa: BLE001 - an oracle error is a failed check, with evidence
         return CheckResult(name=ref_name, passed=False, message=f"oracle error: {e}", evidence={"error": str(e)})
+
+
+def symptom_lag(problem: Problem) -> float:
+    """The longest lag of the problem's mitigation oracles (see ``MitigationOracle.lag_seconds``)."""
+    lags = [0.0]
+    for ref in problem.oracles.mitigation:
+        cls = MITIGATION_ORACLES.get(ref.name)
+        lags.append(cls.lag_seconds(cls.parse_params(ref.params)))
+    return max(lags)
 
 
 async def grade_mitigation(problem: Problem, app: DeployedApp, cluster: ClusterHandle, baseline: dict[str, Any],

@@ -58,6 +58,13 @@ class MitigationOracle(abc.ABC):
     def check(self) -> CheckResult:
         """Probe the live system (over ``ctx.window_seconds`` where it must persist)."""
 
+    @classmethod
+    def lag_seconds(cls, params: BaseModel) -> float:
+        """How long after the system changes until this oracle's probe sees it: 0 for a probe of
+        live state; a rate over a metrics window lags by that window. Validation waits this long
+        after injecting before it expects the oracle to fail."""
+        return 0.0
+
 
 MITIGATION_ORACLES: Registry[type[MitigationOracle]] = Registry("mitigation oracle", "sregym.oracles", "oracles")
 

@@ -13,15 +13,14 @@ from typing import Any
 
 from pydantic import Field
 
+from sregym.apps.observability import scrape_interval_seconds
+from sregym.apps.slo import query_value
+from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError
 from sregym.core.record import CheckResult
 from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.apps.slo import query_value
 from sregym.oracles.slos import Slo, baseline_value, render, slos_from, within
 from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
-
-
-SCRAPE_INTERVAL_SECONDS = 15.0  # the observability chart's prometheus.scrapeInterval
 
 
 class SloParams(WindowParams):
@@ -50,8 +49,7 @@ class SloOracle(MitigationOracle):
     @classmethod
     def lag_seconds(cls, params: SloParams) -> float:
         """A rate over ``rate_window`` covers only the new state one window (and a scrape) later."""
-        n, unit = int(params.rate_window[:-1]), params.rate_window[-1]
-        return n * {"s": 1, "m": 60, "h": 3600}[unit] + SCRAPE_INTERVAL_SECONDS
+        return parse_duration(params.rate_window) + scrape_interval_seconds()
 
     def check(self) -> CheckResult:
         p = self.params

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-import re
 import time
 from datetime import datetime
 
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_DURATION = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
+from sregym.core.durations import DURATION, TimeFormatError, parse_duration
 
-
-class TimeFormatError(ValueError):
-    """A time or duration the agent wrote cannot be read."""
-
-
-def parse_duration(text: str) -> float:
-    """``90s``, ``15m``, ``2h``, ``1d`` -> seconds."""
-    m = _DURATION.match(text.strip())
-    if not m:
-        raise TimeFormatError(f"cannot read duration {text!r}; write e.g. 30s, 15m, 2h")
-    return float(m.group(1)) * _UNITS[m.group(2)]
+__all__ = ["TimeFormatError", "parse_duration", "parse_time"]
 
 
 def parse_time(text: str | float | int | None, *, default: float | None = None, now: float | None = None) -> float:
@@ -34,7 +22,7 @@ def parse_time(text: str | float | int | None, *, default: float | None = None, 
         return now
     if s.startswith("now-"):
         return now - parse_duration(s[4:])
-    if _DURATION.match(s):
+    if DURATION.match(s):
         return now - parse_duration(s)
     try:
         return float(s)

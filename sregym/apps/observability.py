@@ -28,6 +28,7 @@ from kubernetes.client.exceptions import ApiException
 from sregym.apps import release
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
+from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError, UnknownNameError
 
 RELEASE = "observability"
@@ -52,6 +53,11 @@ def node_ports() -> dict[str, int]:
     values = _chart_values()
     return {"prometheus": int(values["prometheus"]["nodePort"]), "traces": int(values["traces"]["queryNodePort"]),
             "logs": int(values["logs"]["nodePort"]), "otlp": int(values["traces"]["otlpNodePort"])}
+
+
+def scrape_interval_seconds() -> float:
+    """How often Prometheus scrapes, as the chart sets it."""
+    return parse_duration(str(_chart_values()["prometheus"]["scrapeInterval"]))
 
 
 def install_values() -> dict[str, Any]:

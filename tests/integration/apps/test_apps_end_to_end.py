@@ -3,6 +3,7 @@ and an SRE can follow a request through metrics, traces and logs."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -60,14 +61,17 @@ def test_a_release_that_drifted_from_the_chart_is_put_back_not_reused(cluster, a
     problem that breaks the named port would then have no effect: deploy must notice and reset."""
     ns, entry = app["spec"].namespace, app["entry"]
     read = lambda: cluster.kube.core.read_namespaced_service(entry, ns).spec.ports[0].target_port  # noqa: E731
+
+    def set_target_port(port: int | str) -> None:
+        patch = [{"op": "replace", "path": "/spec/ports/0/targetPort", "value": port}]
+        cluster.kube.kubectl("-n", ns, "patch", "service", entry, "--type", "json", "-p", json.dumps(patch))
+
     assert read() == "http"
-    cluster.kube.kubectl("-n", ns, "patch", "service", entry, "--type", "json",
-                         "-p", '[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": 8080}]')
+    set_target_port(8080)
     try:
         again = deploy(cluster, app["name"])
     finally:
-        cluster.kube.kubectl("-n", ns, "patch", "service", entry, "--type", "json",
-                             "-p", '[{"op": "replace", "path": "/spec/ports/0/targetPort", "value": "http"}]')
+        set_target_port("http")
     assert not again.reused and again.drift_reset == [f"v1.Service.{ns}.{entry}"]
     assert read() == "http"
     assert deploy(cluster, app["name"]).reused  # and the next deploy finds nothing to put back

@@ -315,7 +315,11 @@ class LocalCluster:
                 f"--service-account-issuer=https://kubernetes.default.svc.{net.cluster_domain}",
                 f"--service-account-key-file={pki / 'sa.pub'}",
                 f"--service-account-signing-key-file={pki / 'sa.key'}",
-                "--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+                "--authorization-mode=Node,RBAC",
+                # DenyServiceExternalIPs: nobody may claim an external IP on a Service, so an agent
+                # cannot route the conductor's or the load generator's traffic to a pod of its own
+                # (CVE-2020-8554). PodSecurity is on by default; namespaces opt in by label.
+                "--enable-admission-plugins=NodeRestriction,DenyServiceExternalIPs",
                 "--allow-privileged=true", "--profiling=false", "--event-ttl=1h", "--v=1"]
 
     def _controller_manager_argv(self) -> list[str]:

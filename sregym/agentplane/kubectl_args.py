@@ -1,28 +1,200 @@
-"""What the agent may pass to kubectl, and what kind of action it is.
+"""What the agent may pass to kubectl, read with kubectl's own grammar, and what kind of action it is.
 
-The agent's kubectl runs with the agent's kubeconfig only. RBAC is the real fence; these rules
-close the paths around it that RBAC cannot see: flags that switch credentials or clusters, and
-flags that make kubectl read files on the host that serves the agent (``-f /path``,
-``--from-file``, ``-o go-template-file=...``), which would copy host files into the cluster
-where the agent can read them. Verbs that never return (``-w``, ``logs -f``, ``port-forward``)
-are refused because a tool call must end.
+RBAC (and admission) are the real fences; this module closes the paths around them that run on
+the host serving the tools: flags that read or write files there (``-f PATH``, ``--from-file``,
+``-o templatefile=``, ``--profile-output``, ``--cache-dir``, ``--kuberc``, ...), fetch URLs from
+there (``-f http://...``), switch credentials or clusters, never return, or are interactive.
+
+It is an allow-list, not a deny-list: arguments are parsed as kubectl parses them (cobra finds the
+command, then pflag reads the flags: ``--name=value``, ``--name value``, booleans, combined short
+flags ``-Rf x`` / ``-Rfx``, ``-n=x``, ``--`` ends the flags, ``_`` read as ``-`` in long names),
+and each command accepts only the flags listed for it in :data:`COMMANDS`, each with its kind.
+Anything else is refused with a message the agent can act on. kubectl then receives the
+arguments re-written in one canonical form (``--long=value``), so what runs is exactly what was
+checked. ``tests/unit/agentplane/test_kubectl_args.py`` checks every listed flag against the
+installed kubectl's own ``--help``.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
+from typing import Callable, Literal
 
-READ_VERBS = frozenset({
-    "get", "describe", "logs", "top", "explain", "api-resources", "api-versions", "version",
-    "cluster-info", "events", "auth", "diff", "wait",
-})
-WRITE_VERBS = frozenset({
-    "apply", "create", "delete", "patch", "replace", "scale", "rollout", "set", "label", "annotate",
-    "expose", "autoscale", "cordon", "uncordon", "drain", "taint", "run", "exec", "debug",
-})
-# rollout subcommands that only read
-READ_ROLLOUT = frozenset({"status", "history"})
+Kind = Literal["bool", "value", "optional"]  # optional: pflag's NoOptDefVal, a value only as --name=value
+
+
+@dataclass(frozen=True)
+class Flag:
+    """One kubectl flag as pflag knows it."""
+
+    name: str
+    short: str | None
+    kind: Kind
+
+
+@dataclass(frozen=True)
+class Command:
+    """One kubectl command (``get``, ``create configmap``...) with the flags it accepts."""
+
+    path: str
+    read_only: bool
+    flags: dict[str, Flag]  # by long name, global ones included
+    subcommands: dict[str, str]  # word or alias -> path of the subcommand
+
+    def by_short(self, letter: str) -> Flag | None:
+        return next((f for f in self.flags.values() if f.short == letter), None)
+
+
+def flag_table(spec: str) -> dict[str, Flag]:
+    """``"-A/--all-namespaces --chunk-size= --dry-run=?"``: bool, takes a value, optional value."""
+    out: dict[str, Flag] = {}
+    for item in spec.split():
+        short = None
+        if item.startswith("-") and not item.startswith("--"):
+            short, item = item[1], item.split("/", 1)[1]
+        name = item[2:].rstrip("=?")
+        kind: Kind = "optional" if item.endswith("=?") else "value" if item.endswith("=") else "bool"
+        out[name] = Flag(name, short, kind)
+    return out
+
+
+# Every command accepts these. --help/-h is cobra's own (not listed in `kubectl options`).
+GLOBAL = "-n/--namespace= --request-timeout= -v/--v= -h/--help"
+OUT = "-o/--output= --allow-missing-template-keys --show-managed-fields"  # printing, inline templates only
+WRITE = "--dry-run=? --field-manager= " + OUT
+CREATE = WRITE + " --save-config --validate=?"
+SET = "--all -f/--filename= --local " + WRITE
+
+# path -> (read only, flags). Only flags that read no file on the tool host, switch no identity,
+# and return. Paths with subcommands list them in SUBCOMMANDS.
+_TABLE: dict[str, tuple[bool, str]] = {
+    "": (True, ""),
+    "get": (True, "-A/--all-namespaces --chunk-size= --field-selector= -f/--filename= --ignore-not-found "
+                  "-L/--label-columns= --no-headers --raw= -l/--selector= --server-print --show-kind --show-labels "
+                  "--sort-by= --subresource= " + OUT),
+    "describe": (True, "-A/--all-namespaces --chunk-size= -f/--filename= -l/--selector= --show-events"),
+    "logs": (True, "--all-containers --all-pods -c/--container= --ignore-errors --limit-bytes= --max-log-requests= "
+                   "--pod-running-timeout= --prefix -p/--previous -l/--selector= --since= --since-time= --tail= "
+                   "--timestamps"),
+    "top": (True, ""),
+    "top pod": (True, "-A/--all-namespaces --containers --field-selector= --no-headers -l/--selector= --sort-by= "
+                      "--sum --use-protocol-buffers"),
+    "top node": (True, "--no-headers -l/--selector= --show-capacity --sort-by= --use-protocol-buffers"),
+    "explain": (True, "--api-version= -o/--output= --recursive"),
+    "api-resources": (True, "--api-group= --cached --categories= --namespaced --no-headers -o/--output= --sort-by= "
+                            "--verbs="),
+    "api-versions": (True, ""),
+    "version": (True, "--client -o/--output="),
+    "cluster-info": (True, ""),
+    "events": (True, "-A/--all-namespaces --chunk-size= --for= --no-headers --types= " + OUT),
+    "auth": (True, ""),
+    "auth can-i": (True, "-A/--all-namespaces --list --no-headers -q/--quiet --subresource="),
+    "auth whoami": (True, OUT),
+    "auth reconcile": (False, "-f/--filename= --remove-extra-permissions --remove-extra-subjects --dry-run=? " + OUT),
+    "diff": (True, "--concurrency= --field-manager= -f/--filename= --force-conflicts -l/--selector= --server-side "
+                   "--show-managed-fields"),
+    "wait": (True, "--all -A/--all-namespaces --field-selector= -f/--filename= --for= -l/--selector= --timeout= "
+                   + OUT),
+    "apply": (False, "--all --cascade=? -f/--filename= --force --force-conflicts --grace-period= --overwrite "
+                     "-l/--selector= --server-side --subresource= --timeout= --validate=? --wait " + WRITE),
+    "apply view-last-applied": (True, "--all -f/--filename= -o/--output= -l/--selector="),
+    "apply set-last-applied": (False, "--create-annotation -f/--filename= --dry-run=? " + OUT),
+    "create": (False, "-f/--filename= -l/--selector= " + CREATE),
+    "create configmap": (False, "--append-hash --from-literal= " + CREATE),
+    "create secret": (False, ""),
+    "create secret generic": (False, "--append-hash --from-literal= --type= " + CREATE),
+    "create secret docker-registry": (False, "--append-hash --docker-email= --docker-password= --docker-server= "
+                                             "--docker-username= " + CREATE),
+    "create deployment": (False, "--image= --port= -r/--replicas= " + CREATE),
+    "create job": (False, "--from= --image= " + CREATE),
+    "create cronjob": (False, "--image= --restart= --schedule= " + CREATE),
+    "create service": (False, ""),
+    "create service clusterip": (False, "--clusterip= --tcp= " + CREATE),
+    "create service nodeport": (False, "--node-port= --tcp= " + CREATE),
+    "create service loadbalancer": (False, "--tcp= " + CREATE),
+    "create service externalname": (False, "--external-name= --tcp= " + CREATE),
+    "create namespace": (False, CREATE),
+    "create serviceaccount": (False, CREATE),
+    "create poddisruptionbudget": (False, "--max-unavailable= --min-available= --selector= " + CREATE),
+    "create priorityclass": (False, "--description= --global-default --preemption-policy= --value= " + CREATE),
+    "create quota": (False, "--hard= --scopes= " + CREATE),
+    "create role": (False, "--resource= --resource-name= --verb= " + CREATE),
+    "create rolebinding": (False, "--clusterrole= --group= --role= --serviceaccount= --user= " + CREATE),
+    "create ingress": (False, "--annotation= --class= --default-backend= --rule= " + CREATE),
+    "delete": (False, "--all -A/--all-namespaces --cascade=? --dry-run=? --field-selector= -f/--filename= --force "
+                      "--grace-period= --ignore-not-found --now -o/--output= -l/--selector= --timeout= --wait"),
+    "patch": (False, "-f/--filename= --local -p/--patch= --subresource= --type= " + WRITE),
+    "replace": (False, "--cascade=? -f/--filename= --force --grace-period= --save-config --subresource= --timeout= "
+                       "--validate=? --wait " + WRITE),
+    "scale": (False, "--all --current-replicas= --dry-run=? -f/--filename= --replicas= --resource-version= "
+                     "-l/--selector= --timeout= " + OUT),
+    "label": (False, "--all -A/--all-namespaces --field-selector= -f/--filename= --list --local --overwrite "
+                     "--resource-version= -l/--selector= " + WRITE),
+    "annotate": (False, "--all -A/--all-namespaces --field-selector= -f/--filename= --list --local --overwrite "
+                        "--resource-version= -l/--selector= " + WRITE),
+    "expose": (False, "--cluster-ip= -f/--filename= -l/--labels= --name= --override-type= --overrides= --port= "
+                      "--protocol= --save-config --selector= --session-affinity= --target-port= --type= " + WRITE),
+    "autoscale": (False, "-f/--filename= --max= --min= --name= --save-config " + WRITE),
+    "cordon": (False, "--dry-run=? -l/--selector="),
+    "uncordon": (False, "--dry-run=? -l/--selector="),
+    "drain": (False, "--chunk-size= --delete-emptydir-data --disable-eviction --dry-run=? --force --grace-period= "
+                     "--ignore-daemonsets --pod-selector= -l/--selector= --skip-wait-for-delete-timeout= --timeout="),
+    "taint": (False, "--all --overwrite -l/--selector= --validate=? " + WRITE),
+    "run": (False, "--annotations= --cascade=? --command --env= --expose --force --grace-period= --image= "
+                   "--image-pull-policy= -l/--labels= --override-type= --overrides= --port= --restart= --save-config "
+                   "--timeout= --wait " + WRITE),
+    "exec": (False, "-c/--container= --pod-running-timeout= -q/--quiet"),
+    "debug": (False, "--arguments-only -c/--container= --copy-to= --env= --image= --image-pull-policy= "
+                     "--keep-annotations --keep-init-containers --keep-labels --keep-liveness --keep-readiness "
+                     "--keep-startup --profile= -q/--quiet --replace --same-node --set-image= --share-processes "
+                     "--target="),
+    "rollout": (False, ""),
+    "rollout status": (True, "-f/--filename= --revision= -l/--selector= --timeout= -w/--watch"),
+    "rollout history": (True, "-f/--filename= --revision= -l/--selector= " + OUT),
+    "rollout restart": (False, "-f/--filename= --field-manager= -l/--selector= " + OUT),
+    "rollout pause": (False, "-f/--filename= --field-manager= -l/--selector= " + OUT),
+    "rollout resume": (False, "-f/--filename= --field-manager= -l/--selector= " + OUT),
+    "rollout undo": (False, "-f/--filename= --dry-run=? -l/--selector= --to-revision= " + OUT),
+    "set": (False, ""),
+    "set env": (False, "-c/--containers= -e/--env= --from= --keys= --list --overwrite --prefix= --resolve "
+                       "-l/--selector= " + SET),
+    "set image": (False, "-l/--selector= " + SET),
+    "set resources": (False, "-c/--containers= --limits= --requests= -l/--selector= " + SET),
+    "set selector": (False, "--resource-version= " + SET),
+    "set serviceaccount": (False, SET),
+    "set subject": (False, "--group= --serviceaccount= --user= -l/--selector= " + SET),
+}
+# Aliases as kubectl spells them (see `kubectl create --help`).
+ALIASES = {
+    "top pods": "top pod", "top po": "top pod", "top nodes": "top node", "top no": "top node",
+    "create cm": "create configmap", "create deploy": "create deployment", "create cj": "create cronjob",
+    "create svc": "create service", "create ns": "create namespace", "create sa": "create serviceaccount",
+    "create pdb": "create poddisruptionbudget", "create pc": "create priorityclass",
+    "create resourcequota": "create quota", "create ing": "create ingress", "set sa": "set serviceaccount",
+}
+
+
+def _build() -> dict[str, Command]:
+    global_flags = flag_table(GLOBAL)
+    commands = {path: Command(path, read_only, {**global_flags, **flag_table(spec)}, {})
+                for path, (read_only, spec) in _TABLE.items()}
+    for path in _TABLE:
+        if path:
+            parent, _, word = path.rpartition(" ")
+            commands[parent].subcommands[word] = path
+    for alias, path in ALIASES.items():
+        parent, _, word = alias.rpartition(" ")
+        commands[parent].subcommands[word] = path
+    return commands
+
+
+COMMANDS = _build()
+ROOT = COMMANDS[""]
+# Commands that do nothing without a subcommand (kubectl prints their help).
+NEEDS_SUBCOMMAND = frozenset({"top", "auth", "rollout", "set", "create secret", "create service"})
+
 REFUSED_VERBS = {
     "edit": "needs an interactive editor; use `kubectl patch` or `kubectl apply -f -` with stdin",
     "port-forward": "never returns; query services through the metrics, logs and traces tools",
@@ -35,19 +207,39 @@ REFUSED_VERBS = {
     "certificate": "is not part of an SRE's role here",
     "completion": "is not useful here",
     "alpha": "is not available",
+    "apply edit-last-applied": "needs an interactive editor; use `kubectl apply -f -` with stdin",
+    "cluster-info dump": "writes or prints everything at once; use get, describe, events and logs",
+    "create secret tls": "reads the certificate and key from files on the tool host; "
+                         "use `apply -f -` with a Secret manifest on stdin",
+    "create token": "mints credentials, which is not part of the task",
 }
-# Flags that would switch identity or cluster: the kubeconfig is fixed.
-CREDENTIAL_FLAGS = frozenset({
-    "--kubeconfig", "--context", "--cluster", "--user", "--token", "--server", "-s", "--as", "--as-group",
-    "--as-uid", "--certificate-authority", "--client-certificate", "--client-key", "--insecure-skip-tls-verify",
-    "--username", "--password", "--tls-server-name", "--cache-dir",
-})
-# Flags whose value is a path on the host that runs kubectl.
-HOST_FILE_FLAGS = frozenset({"--from-file", "--from-env-file", "-k", "--kustomize", "--template"})
-FILENAME_FLAGS = frozenset({"-f", "--filename"})
-# Global flags that take a value (so the verb is found after them).
-VALUE_FLAGS = frozenset({"-n", "--namespace", "-l", "--selector", "-o", "--output", "--request-timeout",
-                         "-v", "--v", "--field-selector"})
+# Why a flag that kubectl has is not in the table, so the agent knows what to do instead.
+NEVER_RETURNS = "never returns; call the tool again (logs: use --since or --tail)"
+INTERACTIVE = "interactive sessions are not supported; run one command: exec POD -- CMD ARGS"
+HOST_FILES = "reads files on the tool host, which the agent cannot use; pass manifests on stdin with `-f -`"
+FIXED_IDENTITY = "is not allowed: the agent's kubeconfig and identity are fixed"
+FLAG_HINTS = {
+    **{n: NEVER_RETURNS for n in ("watch", "watch-only", "follow")},
+    **{n: INTERACTIVE for n in ("stdin", "tty", "attach", "interactive", "rm", "leave-stdin-open", "edit")},
+    **{n: HOST_FILES for n in ("from-file", "from-env-file", "kustomize", "recursive", "patch-file", "custom",
+                               "cert", "key")},
+    **{n: FIXED_IDENTITY for n in ("kubeconfig", "context", "cluster", "user", "token", "server", "as", "as-group",
+                                   "as-uid", "as-user-extra", "certificate-authority", "client-certificate",
+                                   "client-key", "insecure-skip-tls-verify", "username", "password",
+                                   "tls-server-name", "kuberc")},
+    "template": "give the template inline: -o go-template=TEMPLATE or -o jsonpath=TEMPLATE",
+    "profile": "profiling writes files on the tool host",
+    "profile-output": "profiling writes files on the tool host",
+    "cache-dir": "writes files on the tool host",
+    "output-directory": "writes files on the tool host",
+    "privileged": "is not part of an SRE's role here",
+}
+_SHORT_NAMES = {"w": "watch", "f": "follow", "i": "stdin", "t": "tty", "k": "kustomize", "R": "recursive",
+                "s": "server"}
+
+OUTPUT_FORMATS = frozenset({"json", "yaml", "wide", "name", "plaintext", "plaintext-openapiv2"})
+# Inline templates only: go-template-file, templatefile, jsonpath-file, custom-columns-file read files.
+INLINE_TEMPLATES = ("jsonpath=", "jsonpath-as-json=", "custom-columns=", "go-template=", "template=")
 
 
 class KubectlArgsError(ValueError):
@@ -56,11 +248,12 @@ class KubectlArgsError(ValueError):
 
 @dataclass(frozen=True)
 class KubectlCall:
-    """Parsed arguments: ``args`` go to kubectl after the fixed kubeconfig flag."""
+    """Parsed arguments: ``args`` (canonical) go to kubectl after the fixed kubeconfig flag."""
 
     args: tuple[str, ...]
     verb: str
     read_only: bool
+    command: str = ""  # the whole command path, e.g. "rollout restart"
 
 
 def split_command(command: str | list[str]) -> list[str]:
@@ -79,73 +272,207 @@ def split_command(command: str | list[str]) -> list[str]:
     if any(p in ("|", "||", "&&", ";", ">", ">>", "<") for p in parts):
         raise KubectlArgsError("shell operators (| ; > <) are not supported: this runs kubectl only, not a shell; "
                                "use -o jsonpath, -l or --field-selector to narrow output")
+    if any("\0" in p for p in parts):
+        raise KubectlArgsError("arguments cannot contain NUL characters")
     return parts
 
 
-def _split_flag(arg: str, nxt: str | None) -> tuple[str, str]:
-    """(flag name, value) for ``--name=v``, ``--name v``, ``-xv``, ``-x=v`` and ``-x v`` forms."""
-    if arg.startswith("--"):
-        name, _, value = arg.partition("=")
-        return name, value if "=" in arg else (nxt or "")
-    if len(arg) > 2:
-        return arg[:2], arg[2:].lstrip("=")
-    return arg, nxt or ""
+def _normalize(name: str) -> str:
+    return name.replace("_", "-")  # kubectl's WordSepNormalizeFunc
 
 
-def find_verb(parts: list[str]) -> tuple[str, int]:
-    """The first positional argument (the verb) and its index; flags with values are skipped."""
+def _refuse_flag(spelled: str, name: str | None, cmd: Command) -> KubectlArgsError:
+    where = f"`kubectl {cmd.path}`" if cmd.path else "kubectl before the command"
+    hint = FLAG_HINTS.get(name or "")
+    if hint:
+        return KubectlArgsError(f"{spelled} {hint}")
+    allowed = ", ".join(f"-{f.short}/--{f.name}" if f.short else f"--{f.name}" for f in
+                        sorted(cmd.flags.values(), key=lambda f: f.name))
+    return KubectlArgsError(f"{spelled} is not available for {where}; its flags here: {allowed}")
+
+
+# -- finding the command, as cobra does -------------------------------------------------------
+def _takes_next(arg: str, cmd: Command) -> bool:
+    """Does cobra's stripFlags treat ``arg`` as a flag whose value is the next argument?"""
+    if arg.startswith("--") and "=" not in arg:
+        flag = cmd.flags.get(_normalize(arg[2:]))
+        if flag is None:
+            raise _refuse_flag(arg, _normalize(arg[2:]), cmd)
+        return flag.kind == "value"
+    if arg.startswith("-") and "=" not in arg and len(arg) == 2:
+        flag = cmd.by_short(arg[1])
+        if flag is None:
+            raise _refuse_flag(arg, _SHORT_NAMES.get(arg[1]), cmd)
+        return flag.kind == "value"
+    return False
+
+
+def _first_word(args: list[str], cmd: Command) -> tuple[str, int] | None:
+    """The first argument cobra would take as a (sub)command name, and its index."""
     i = 0
-    while i < len(parts):
-        arg = parts[i]
-        if arg.startswith("-"):
-            if "=" not in arg and arg in VALUE_FLAGS:
-                i += 1
-            i += 1
-            continue
-        return arg, i
-    raise KubectlArgsError("no kubectl verb found (e.g. get, describe, logs, rollout, scale, patch)")
-
-
-def check_flags(parts: list[str], *, verb: str, allow_stdin: bool) -> None:
-    """Refuse flags that change credentials, read host files, or never return."""
-    for i, arg in enumerate(parts):
+    while i < len(args):
+        arg = args[i]
         if arg == "--":
-            break  # what follows goes to a command inside a pod (exec), not to kubectl
-        if not arg.startswith("-") or arg == "-":
+            return None
+        if arg.startswith("-"):
+            i += 2 if _takes_next(arg, cmd) else 1
             continue
-        name, value = _split_flag(arg, parts[i + 1] if i + 1 < len(parts) else None)
-        if name in CREDENTIAL_FLAGS:
-            raise KubectlArgsError(f"{name} is not allowed: the agent's kubeconfig and identity are fixed")
-        if name in HOST_FILE_FLAGS:
-            raise KubectlArgsError(f"{name} reads files on the tool host, which the agent cannot use; "
-                                   "pass manifests on stdin with `-f -`")
-        if name in ("-w", "--watch", "--watch-only", "--follow") or (verb == "logs" and name == "-f"):
-            raise KubectlArgsError(f"{name} never returns; call the tool again (logs: use --since or --tail)")
-        if name in FILENAME_FLAGS:
-            if value != "-":
-                raise KubectlArgsError("only `-f -` is allowed (the manifest goes in the `stdin` argument); "
-                                       "files on the tool host are not available")
-            if not allow_stdin:
-                raise KubectlArgsError("`-f -` needs the manifest in the `stdin` argument")
-        if name in ("-o", "--output") and value.split("=", 1)[0].endswith("-file"):
-            raise KubectlArgsError("output formats that read a template file are not allowed; "
-                                   "give the template inline, e.g. -o jsonpath='{.items[*].metadata.name}'")
-        if name in ("-i", "--stdin", "-t", "--tty"):
-            raise KubectlArgsError("interactive sessions are not supported; run one command: exec POD -- CMD ARGS")
+        if arg:  # cobra skips empty arguments
+            return arg, i
+        i += 1
+    return None
+
+
+def find_command(parts: list[str]) -> tuple[Command, list[str]]:
+    """The command cobra runs for ``parts`` and the arguments left for its flags and positionals."""
+    cmd, rest = ROOT, list(parts)
+    while True:
+        found = _first_word(rest, cmd)
+        if found is None:
+            break
+        word, at = found
+        path = f"{cmd.path} {word}".strip()
+        if path in REFUSED_VERBS:
+            raise KubectlArgsError(f"`kubectl {path}` is not available: it {REFUSED_VERBS[path]}")
+        sub = cmd.subcommands.get(word)
+        if sub is None:
+            if cmd is ROOT:
+                raise KubectlArgsError(f"unknown or unsupported kubectl verb {word!r}; supported: "
+                                       f"{', '.join(sorted(ROOT.subcommands))}")
+            if cmd.subcommands:  # kubectl may know more subcommands than are allowed here
+                raise KubectlArgsError(f"`kubectl {path}` is not available; `kubectl {cmd.path}` takes one of: "
+                                       f"{', '.join(sorted(cmd.subcommands))}"
+                                       + (" (or `-f -` with the manifest on stdin)" if cmd.path in ("create", "apply")
+                                          else ""))
+            break
+        cmd, rest = COMMANDS[sub], rest[:at] + rest[at + 1:]
+    if cmd is ROOT:
+        raise KubectlArgsError("no kubectl verb found (e.g. get, describe, logs, rollout, scale, patch)")
+    if cmd.path in NEEDS_SUBCOMMAND:
+        subs = ", ".join(sorted(cmd.subcommands))
+        raise KubectlArgsError(f"`kubectl {cmd.path}` needs one of: {subs}")
+    return cmd, rest
+
+
+# -- reading the flags, as pflag does ---------------------------------------------------------
+def _check_output(value: str) -> None:
+    if value not in OUTPUT_FORMATS and not (value.startswith(INLINE_TEMPLATES) and "=" in value):
+        raise KubectlArgsError(f"-o {value!r} is not allowed: use json, yaml, wide, name, or an inline template "
+                               "(jsonpath=..., jsonpath-as-json=..., custom-columns=..., go-template=...); "
+                               "template files on the tool host are not available")
+
+
+def _one_of(*allowed: str) -> Callable[[str], None]:
+    def check(value: str) -> None:
+        if value not in allowed:
+            raise KubectlArgsError(f"the value {value!r} is not allowed here; use one of: {', '.join(allowed)}")
+    return check
+
+
+def _check_raw(value: str) -> None:
+    if not value.startswith("/") or value.startswith("//"):
+        raise KubectlArgsError("--raw takes an API path starting with /, e.g. --raw /apis/metrics.k8s.io/v1beta1/pods")
+
+
+def _check_verbosity(value: str) -> None:
+    if not re.fullmatch(r"\d{1,2}", value):
+        raise KubectlArgsError("-v takes a log level, 0 to 10")
+
+
+VALUE_CHECKS: dict[str, Callable[[str], None]] = {
+    "output": _check_output, "raw": _check_raw, "v": _check_verbosity,
+    "dry-run": _one_of("none", "server", "client", "unchanged"),
+    "validate": _one_of("strict", "warn", "ignore", "true", "false"),
+    "cascade": _one_of("background", "orphan", "foreground", "true", "false"),
+}
+# --profile of `kubectl debug` is the debug container's security profile, not Go profiling.
+DEBUG_PROFILES = _one_of("general", "baseline", "restricted")
+
+
+def _check_value(flag: Flag, value: str, cmd: Command, stdin: bool) -> None:
+    if flag.name == "filename":
+        if value != "-":
+            raise KubectlArgsError("only `-f -` is allowed (the manifest goes in the `stdin` argument); "
+                                   "files and URLs are not read from the tool host")
+        if not stdin:
+            raise KubectlArgsError("`-f -` needs the manifest in the `stdin` argument")
+    elif flag.name == "profile" and cmd.path == "debug":
+        DEBUG_PROFILES(value)
+    elif flag.name in VALUE_CHECKS:
+        VALUE_CHECKS[flag.name](value)
+
+
+def _read_flags(args: list[str], cmd: Command, stdin: bool) -> tuple[list[str], list[str], list[str] | None]:
+    """pflag's reading of ``args``: (canonical flags, positionals, what follows ``--`` or None without it)."""
+    flags: list[str] = []
+    positionals: list[str] = []
+    i = 0
+
+    def accept(flag: Flag, value: str | None, spelled: str) -> None:
+        if value is None:
+            flags.append(f"--{flag.name}")
+            return
+        if flag.kind == "bool" and value.lower() not in ("1", "t", "true", "0", "f", "false"):
+            raise KubectlArgsError(f"{spelled} is a true/false flag; {value!r} is not a boolean")
+        _check_value(flag, value, cmd, stdin)
+        flags.append(f"--{flag.name}={value}")
+
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg == "--":
+            return flags, positionals, args[i:]
+        if not arg.startswith("-") or arg == "-":
+            positionals.append(arg)
+            continue
+        if arg.startswith("--"):
+            body = arg[2:]
+            if not body or body[0] in "-=":
+                raise KubectlArgsError(f"bad flag syntax: {arg}")
+            name, eq, value = body.partition("=")
+            flag = cmd.flags.get(_normalize(name))
+            if flag is None:
+                raise _refuse_flag(arg, _normalize(name), cmd)
+            if eq:
+                accept(flag, value, arg)
+            elif flag.kind == "value":
+                if i >= len(args):
+                    raise KubectlArgsError(f"{arg} needs a value")
+                accept(flag, args[i], arg)
+                i += 1
+            else:
+                accept(flag, None, arg)
+            continue
+        shorts = arg[1:]
+        while shorts:  # combined short flags: -Rf x, -Rfx, -n=x, -nx
+            letter, shorts = shorts[0], shorts[1:]
+            flag = cmd.by_short(letter)
+            if flag is None:
+                raise _refuse_flag(f"-{letter}" + (f" (in {arg})" if len(arg) > 2 else ""),
+                                   _SHORT_NAMES.get(letter), cmd)
+            if shorts.startswith("=") and len(shorts) > 1:
+                accept(flag, shorts[1:], arg)
+                shorts = ""
+            elif flag.kind != "value":
+                accept(flag, None, arg)
+            elif shorts:
+                accept(flag, shorts, arg)
+                shorts = ""
+            elif i < len(args):
+                accept(flag, args[i], arg)
+                i += 1
+            else:
+                raise KubectlArgsError(f"-{letter} needs a value")
+    return flags, positionals, None
 
 
 def parse_kubectl(command: str | list[str], *, stdin: str | None = None) -> KubectlCall:
-    """Validate one kubectl invocation and classify it (read-only or not)."""
+    """Validate one kubectl invocation, classify it (read-only or not), and give its canonical arguments."""
     parts = split_command(command)
-    verb, at = find_verb(parts)
-    if verb in REFUSED_VERBS:
-        raise KubectlArgsError(f"`kubectl {verb}` is not available: it {REFUSED_VERBS[verb]}")
-    if verb not in READ_VERBS and verb not in WRITE_VERBS:
-        known = ", ".join(sorted(READ_VERBS | WRITE_VERBS))
-        raise KubectlArgsError(f"unknown or unsupported kubectl verb {verb!r}; supported: {known}")
-    check_flags(parts, verb=verb, allow_stdin=stdin is not None)
-    read_only = verb in READ_VERBS or (verb == "rollout" and len(parts) > at + 1 and parts[at + 1] in READ_ROLLOUT)
-    return KubectlCall(args=tuple(parts), verb=verb, read_only=read_only)
+    cmd, rest = find_command(parts)
+    flags, positionals, after_dash = _read_flags(rest, cmd, stdin is not None)
+    args = (*cmd.path.split(), *flags, *positionals, *(("--", *after_dash) if after_dash is not None else ()))
+    return KubectlCall(args=args, verb=cmd.path.split()[0], read_only=cmd.read_only, command=cmd.path)
 
 
 def truncate(text: str, limit: int) -> tuple[str, bool]:

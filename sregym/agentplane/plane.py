@@ -9,8 +9,8 @@
         trajectory = plane.trajectory(result)
 
 The server runs as a separate process in a scrubbed environment (``PATH``, ``LANG``, an empty
-``HOME``, the callback token) with only the agent's kubeconfig, the observability URLs, the
-namespace and the budgets on its command line. It reports every tool call and submission to a
+``HOME``, the callback token, the plane's own MCP bearer token) with only the agent's kubeconfig,
+the observability URLs, the namespace and the budgets on its command line. It reports every tool call and submission to a
 receiver on 127.0.0.1 that checks a per-plane bearer token.
 """
 
@@ -33,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
+from sregym.agentplane.access_token import MCP_TOKEN_ENV, mint_token
 from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.events import CALLBACK_TOKEN_ENV, SubmissionEvent, ToolCallEvent, parse_event
@@ -45,12 +46,12 @@ STARTUP_TIMEOUT = 60.0
 GRACE_SECONDS = 10.0
 
 
-def server_environment(token: str, home: str) -> dict[str, str]:
+def server_environment(token: str, home: str, mcp_token: str) -> dict[str, str]:
     """The whole environment of the MCP server process: nothing that names a problem or a cluster admin."""
     import sregym
 
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": home,
-           CALLBACK_TOKEN_ENV: token,
+           CALLBACK_TOKEN_ENV: token, MCP_TOKEN_ENV: mcp_token,
            # the package location, so the server imports the same sregym (not a secret: code, not data)
            "PYTHONPATH": str(Path(sregym.__file__).resolve().parent.parent)}
     return env
@@ -76,6 +77,7 @@ class AgentPlane:
         self.server_pid: int | None = None
         self.started_at: float | None = None
         self._token = secrets.token_urlsafe(32)
+        self.mcp_token = mint_token()  # this plane's only: another cell's agent gets 401 here
         self._stack: AsyncExitStack | None = None
         self._proc: anyio.abc.Process | None = None
 
@@ -148,7 +150,8 @@ class AgentPlane:
         self._stack.callback(stderr.close)
         self._proc = await anyio.open_process(self.server_argv(callback_url), stdin=subprocess.DEVNULL,
                                               stdout=subprocess.PIPE, stderr=stderr, cwd=home,
-                                              env=server_environment(self._token, home), start_new_session=True)
+                                              env=server_environment(self._token, home, self.mcp_token),
+                                              start_new_session=True)
         self.server_pid = self._proc.pid
         self._stack.push_async_callback(self._stop_server)
         self.mcp_url = await self._wait_ready()
@@ -200,7 +203,7 @@ class AgentPlane:
             raise RuntimeError("the agent plane is not open (use `async with AgentPlane(...)`)")
         task = AgentTask(mcp_url=self.mcp_url, kubeconfig=self.agent_kubeconfig, namespace=self.namespace,
                          prompt=prompt, budgets=self.budgets, seed=seed, prometheus_url=self.prometheus_url,
-                         traces_url=self.traces_url, logs_url=self.logs_url)
+                         traces_url=self.traces_url, logs_url=self.logs_url, mcp_token=self.mcp_token)
         self.started_at = task.started_at
         return task
 

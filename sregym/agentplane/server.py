@@ -2,8 +2,9 @@
 
 It is started as its own process (``python -m sregym.agentplane.server``) with nothing but the
 agent's kubeconfig, the observability URLs, the namespace, the budgets and a callback URL, in a
-scrubbed environment. It cannot import problem specs, ground truth, oracles or injectors (an
-import-linter contract enforces it), so nothing the agent can reach through it names the fault.
+scrubbed environment that also holds the run's bearer token (every HTTP request must carry it).
+It cannot import problem specs, ground truth, oracles or injectors (an import-linter contract
+enforces it), so nothing the agent can reach through it names the fault.
 
 Every call passes through :meth:`AgentToolServer.call_tool`, which meters the step and time budget,
 times the call, and reports it (name, arguments, duration, result size, error, invalid,
@@ -19,6 +20,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -29,6 +31,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 
 from sregym.agentplane import observability as obs
+from sregym.agentplane.access_token import MCP_TOKEN_ENV, MIN_TOKEN_CHARS, BearerTokenGate
 from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
 from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
                                       ToolCallEvent, clip_arguments)
@@ -163,17 +166,14 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
             raise RefusedCall(str(e)) from None
         argv = [kubectl_exe, "--kubeconfig", kubeconfig, *call.args]
         try:
-            proc = await _run_with_timeout(argv, stdin, workdir, settings.kubectl_timeout)
+            done = await run_capped(argv, stdin, workdir, settings.kubectl_timeout, limit)
         except TimeoutError:
             return _text_result(f"kubectl {call.verb} did not finish within {settings.kubectl_timeout:g}s and was "
                                 "stopped; narrow the request", error=True)
-        out = proc.stdout.decode(errors="replace")
-        err = proc.stderr.decode(errors="replace")
-        text = out if proc.returncode == 0 else (out + ("\n" if out and err else "") + err)
-        text, cut = truncate(text.strip() or "(no output)", limit)
-        return _text_result(text, error=proc.returncode != 0,
-                            structured={"verb": call.verb, "exit_code": proc.returncode, "output": text,
-                                        "truncated": cut})
+        text, cut = kubectl_output(done, limit)
+        failed = done.returncode != 0 and not done.cut  # stopped for its size is not a failure of the command
+        return _text_result(text, error=failed, structured={
+            "verb": call.verb, "exit_code": None if done.cut else done.returncode, "output": text, "truncated": cut})
 
     if settings.prometheus_url:
         prom = settings.prometheus_url
@@ -263,37 +263,80 @@ async def _blocking(fn: Any, *args: Any) -> dict[str, Any]:
         raise ToolError(f"the query failed: {type(e).__name__}: {str(e)[:300]}") from None
 
 
-class _Finished:
-    def __init__(self, returncode: int, stdout: bytes, stderr: bytes) -> None:
-        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+@dataclass
+class Finished:
+    """A finished kubectl: exit code, what it printed (at most the cap per stream), and which stream was cut."""
+
+    returncode: int
+    stdout: bytes
+    stderr: bytes
+    cut: tuple[str, ...] = ()
 
 
-async def _run_with_timeout(argv: list[str], stdin: str | None, cwd: str, timeout: float) -> _Finished:
-    """Run kubectl; on timeout kill it by PID (its own process only) and raise TimeoutError."""
+async def run_capped(argv: list[str], stdin: str | None, cwd: str, timeout: float, cap: int) -> Finished:
+    """Run kubectl, keeping at most ``cap`` bytes of stdout and of stderr while they are read.
+
+    Once a stream passes its cap, kubectl is killed (its own PID) and reading stops, so a huge output
+    never sits in memory. On timeout it is killed too, and TimeoutError raised."""
     proc = await anyio.open_process(argv, stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd,
                                     env=_scrubbed_kubectl_env(cwd))
     out, err = bytearray(), bytearray()
+    cut: list[str] = []
 
-    async def drain(stream: Any, buf: bytearray) -> None:
+    async def drain(stream: Any, buf: bytearray, name: str) -> None:
         async for chunk in stream:
-            buf.extend(chunk)
+            room = cap - len(buf)
+            buf.extend(chunk[:room])
+            if len(chunk) > room:
+                cut.append(name)
+                _kill(proc)
+                return
+
+    async def feed() -> None:
+        try:
+            await proc.stdin.send(stdin.encode())
+            await proc.stdin.aclose()
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # kubectl did not read it all (or was stopped): its output says what happened
 
     try:
         with anyio.fail_after(timeout):
             async with anyio.create_task_group() as tg:
-                tg.start_soon(drain, proc.stdout, out)
-                tg.start_soon(drain, proc.stderr, err)
+                tg.start_soon(drain, proc.stdout, out, "stdout")
+                tg.start_soon(drain, proc.stderr, err, "stderr")
                 if stdin is not None and proc.stdin is not None:
-                    await proc.stdin.send(stdin.encode())
-                    await proc.stdin.aclose()
+                    tg.start_soon(feed)
             await proc.wait()
     except TimeoutError:
-        proc.kill()
+        _kill(proc)
         with anyio.CancelScope(shield=True):
             await proc.wait()
         raise
-    return _Finished(proc.returncode or 0, bytes(out), bytes(err))
+    finally:
+        with anyio.CancelScope(shield=True):
+            for stream in (proc.stdout, proc.stderr):
+                await stream.aclose()  # what is still unread is dropped, never buffered
+    return Finished(proc.returncode or 0, bytes(out), bytes(err), tuple(cut))
+
+
+def _kill(proc: Any) -> None:
+    if proc.returncode is None:
+        try:
+            proc.kill()  # our own child, by PID
+        except ProcessLookupError:
+            pass
+
+
+def kubectl_output(done: Finished, limit: int) -> tuple[str, bool]:
+    """What the agent reads: stdout (with stderr when kubectl failed), at most ``limit`` characters."""
+    out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
+    text = out if done.returncode == 0 and not done.cut else (out + ("\n" if out and err else "") + err)
+    text, cut = truncate(text.strip() or "(no output)", limit)
+    if done.cut and not cut:
+        text += (f"\n[output cut: kubectl's {' and '.join(done.cut)} passed {limit} characters and kubectl was "
+                 "stopped there; narrow the query (-l selector, --field-selector, -o jsonpath, --tail)]")
+    return text, cut or bool(done.cut)
 
 
 def listen(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
@@ -305,11 +348,12 @@ def listen(host: str = "127.0.0.1", port: int = 0) -> socket.socket:
     return sock
 
 
-async def serve_http(server: AgentToolServer, sock: socket.socket) -> None:
-    """Serve Streamable HTTP on an already listening socket until cancelled."""
+async def serve_http(server: AgentToolServer, sock: socket.socket, token: str) -> None:
+    """Serve Streamable HTTP on an already listening socket until cancelled; every request needs ``token``."""
     import uvicorn
 
     app = server.streamable_http_app(streamable_http_path=MCP_PATH, host=sock.getsockname()[0])
+    app = BearerTokenGate(app, token)
     config = uvicorn.Config(app, log_level="warning", lifespan="on")
     await uvicorn.Server(config).serve(sockets=[sock])
 
@@ -350,9 +394,14 @@ def make_sink(callback_url: str | None, events_file: str | None) -> EventSink:
 
 def run(settings: ServerSettings, *, transport: str = "http", host: str = "127.0.0.1", port: int = 0,
         callback_url: str | None = None, events_file: str | None = None, on_ready=None) -> None:
-    """Run the server until interrupted. For HTTP, ``on_ready(url)`` is called once it listens."""
+    """Run the server until interrupted. For HTTP, ``on_ready(url)`` is called once it listens; the
+    bearer token every request must carry is read from $SREGYM_MCP_TOKEN (stdio needs none)."""
     if not settings.kubeconfig.is_file():
         raise SystemExit(f"agent kubeconfig {settings.kubeconfig} does not exist")
+    token = os.environ.get(MCP_TOKEN_ENV, "")
+    if transport == "http" and len(token) < MIN_TOKEN_CHARS:
+        raise SystemExit(f"the HTTP transport needs a bearer token of at least {MIN_TOKEN_CHARS} characters in "
+                         f"${MCP_TOKEN_ENV} (`sregym mcp serve` mints one)")
     server = build_server(settings, make_sink(callback_url, events_file))
     if transport == "stdio":
         anyio.run(server.run_stdio_async)
@@ -361,7 +410,7 @@ def run(settings: ServerSettings, *, transport: str = "http", host: str = "127.0
     bound_host, bound_port = sock.getsockname()[:2]
     url = f"http://{bound_host}:{bound_port}{MCP_PATH}"
     (on_ready or (lambda u: print(READY_PREFIX + u, flush=True)))(url)
-    anyio.run(serve_http, server, sock)
+    anyio.run(serve_http, server, sock, token)
 
 
 def main(argv: list[str] | None = None) -> None:

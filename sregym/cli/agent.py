@@ -45,8 +45,10 @@ def serve(
 ) -> None:
     """Serve the agent's MCP tools (kubectl, query_metrics, query_logs, query_traces, submit_*).
 
-    The server replaces this process with a clean one: its environment holds only PATH, LANG and
-    an empty HOME, so it knows nothing but the agent's kubeconfig and the URLs given here."""
+    The server replaces this process with a clean one: its environment holds only PATH, LANG, an
+    empty HOME and (for http) the bearer token, so it knows nothing but the agent's kubeconfig and
+    the URLs given here. Over http every request must send `Authorization: Bearer TOKEN`: the token
+    is $SREGYM_MCP_TOKEN when set, else a fresh one printed on stderr."""
     if transport not in ("http", "stdio"):
         raise UserInputError(f"--transport {transport!r}: choose http or stdio")
     if not agent_kubeconfig.is_file():
@@ -61,7 +63,17 @@ def serve(
                         ("--events-file", str(events_file.resolve()) if events_file else None)):
         if value:
             argv += [flag, value]
+    from sregym.agentplane.access_token import MCP_TOKEN_ENV, MIN_TOKEN_CHARS, mint_token
+
+    token = os.environ.get(MCP_TOKEN_ENV) or None
+    if token is not None and len(token) < MIN_TOKEN_CHARS:
+        raise UserInputError(f"${MCP_TOKEN_ENV} is shorter than {MIN_TOKEN_CHARS} characters",
+                             hint="unset it to have a token minted, or set a longer random one")
     if transport == "http":
+        if token is None:
+            token = mint_token()
+            err.print("bearer token for the MCP endpoint (send `Authorization: Bearer TOKEN`):")
+            err.print(f"  {MCP_TOKEN_ENV}={token}", soft_wrap=True, markup=False, highlight=False)
         err.print("raw endpoints for agents with their own tools:")
         err.print(f"  KUBECONFIG={agent_kubeconfig.resolve()}")
         for name, value in (("prometheus", prometheus_url), ("traces", traces_url), ("logs", logs_url)):
@@ -72,6 +84,8 @@ def serve(
 
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8", "HOME": "/nonexistent",
            "PYTHONPATH": str(Path(sregym.__file__).resolve().parent.parent)}
+    if transport == "http" and token:
+        env[MCP_TOKEN_ENV] = token  # the environment, not argv: argv shows in `ps`
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, argv, env)

@@ -12,10 +12,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, AsyncIterator, ClassVar, Literal
 
+import httpx2
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
+from sregym.agentplane.access_token import auth_headers
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.core.registry import Registry
 from sregym.core.trajectory import ModelTurn
@@ -27,6 +30,8 @@ class AgentTask(BaseModel):
     """Everything an agent is given. Nothing here names the fault or the problem."""
 
     mcp_url: str = Field(..., description="Streamable HTTP endpoint of the tool server")
+    mcp_token: str | None = Field(None, repr=False, exclude=True,
+                                  description="the run's bearer token for mcp_url (kept out of dumps and records)")
     kubeconfig: Path = Field(..., description="the agent's own kubeconfig (RBAC-limited)")
     namespace: str
     prompt: str
@@ -67,9 +72,17 @@ AGENTS: Registry[type[Agent]] = Registry("agent", builtin_package="sregym.agentp
 
 
 @asynccontextmanager
+async def mcp_client(url: str, token: str | None, read_timeout: float = 300) -> AsyncIterator[Client]:
+    """An official MCP client session over Streamable HTTP that sends the run's bearer token."""
+    async with httpx2.AsyncClient(headers=auth_headers(token), timeout=httpx2.Timeout(30, read=read_timeout)) as http:
+        async with Client(streamable_http_client(url, http_client=http), read_timeout_seconds=read_timeout) as client:
+            yield client
+
+
+@asynccontextmanager
 async def connect(task: AgentTask) -> AsyncIterator[Client]:
-    """An official MCP client session to the task's server over Streamable HTTP."""
-    async with Client(task.mcp_url, read_timeout_seconds=300) as client:
+    """An official MCP client session to the task's server, with the task's token."""
+    async with mcp_client(task.mcp_url, task.mcp_token) as client:
         yield client
 
 

@@ -3,7 +3,8 @@
 It gets the MCP URL, its kubeconfig and the task, and nothing else from our environment:
 
 - environment: ``PATH``, ``LANG``, ``HOME`` (a fresh empty directory, so ``~/.kube/config`` of the
-  host is not found), ``SREGYM_MCP_URL``, ``KUBECONFIG`` (the agent's), ``SREGYM_PROMPT_FILE``,
+  host is not found), ``SREGYM_MCP_URL`` and ``SREGYM_MCP_TOKEN`` (send it as
+  ``Authorization: Bearer ...``), ``KUBECONFIG`` (the agent's), ``SREGYM_PROMPT_FILE``,
   ``SREGYM_NAMESPACE``, the raw observability URLs when present (``SREGYM_PROMETHEUS_URL``,
   ``SREGYM_TRACES_URL``, ``SREGYM_LOGS_URL``), and only the variables named in ``pass_env``
   (e.g. the agent's own API key);
@@ -28,6 +29,7 @@ from pathlib import Path
 
 import anyio
 
+from sregym.agentplane.access_token import MCP_TOKEN_ENV
 from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask
 from sregym.core.errors import UserInputError
 
@@ -42,7 +44,7 @@ def agent_environment(task: AgentTask, home: Path, kubeconfig: Path, prompt_file
            "HOME": str(home), "SREGYM_MCP_URL": task.mcp_url, "KUBECONFIG": str(kubeconfig),
            "SREGYM_PROMPT_FILE": str(prompt_file), "SREGYM_NAMESPACE": task.namespace}
     for name, value in (("SREGYM_PROMETHEUS_URL", task.prometheus_url), ("SREGYM_TRACES_URL", task.traces_url),
-                        ("SREGYM_LOGS_URL", task.logs_url)):
+                        ("SREGYM_LOGS_URL", task.logs_url), (MCP_TOKEN_ENV, task.mcp_token)):
         if value:
             env[name] = value
     for name in pass_env:

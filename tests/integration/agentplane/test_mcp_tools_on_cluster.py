@@ -8,6 +8,7 @@ from kubernetes.client.exceptions import ApiException
 from mcp import Client
 
 from agentplane_cluster_fixtures import agent_kubeconfig, app, eventually, stack  # noqa: F401 - fixtures
+from sregym.agentplane.agents.base import mcp_client
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
 from sregym.cluster.kube import Kube
@@ -39,7 +40,7 @@ def test_official_client_calls_every_tool_over_streamable_http(agent_kubeconfig,
                               logs_url=stack["logs"]) as plane:
             plane.task(prompt="web is slow", seed=1)
             out = {}
-            async with Client(plane.mcp_url) as mcp:
+            async with mcp_client(plane.mcp_url, plane.mcp_token) as mcp:
                 out["tools"] = {t.name: t for t in (await mcp.list_tools()).tools}
                 out["get"] = await mcp.call_tool("kubectl", {"command": ["get", "pods", "-n", namespace, "-o", "wide"]})
                 out["scale"] = await mcp.call_tool("kubectl", {"command": f"scale deployment/web --replicas=2 -n {namespace}"})
@@ -88,7 +89,7 @@ def test_query_logs_without_a_log_service_reads_the_kubernetes_api(agent_kubecon
 
     async def go():
         async with AgentPlane(agent_kubeconfig, namespace, AgentBudgets(steps=50, seconds=300)) as plane:
-            async with Client(plane.mcp_url) as mcp:
+            async with mcp_client(plane.mcp_url, plane.mcp_token) as mcp:
                 tools = {t.name for t in (await mcp.list_tools()).tools}
                 logs = await call_until(mcp, "query_logs", {"namespace": namespace, "text": marker, "since": "10m"},
                                         lambda r: r.get("lines"))

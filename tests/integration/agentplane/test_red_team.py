@@ -11,9 +11,9 @@ from pathlib import Path
 import anyio
 import pytest
 from kubernetes.client.exceptions import ApiException
-from mcp import Client
 
 from agentplane_cluster_fixtures import SECRET_WORDS, agent_kubeconfig, app, stack  # noqa: F401 - fixtures
+from sregym.agentplane.agents.base import mcp_client
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
 from sregym.cluster.kube import Kube
@@ -72,7 +72,7 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
                               logs_url=stack["logs"]) as plane:
             environ = Path(f"/proc/{plane.server_pid}/environ").read_bytes().decode(errors="replace")
             cmdline = Path(f"/proc/{plane.server_pid}/cmdline").read_bytes().decode(errors="replace")
-            async with Client(plane.mcp_url) as mcp:
+            async with mcp_client(plane.mcp_url, plane.mcp_token) as mcp:
                 refused = [(name, args, await mcp.call_tool(name, args)) for name, args in refused_calls]
                 harvested = [(name, args, await mcp.call_tool(name, args)) for name, args in harvest_calls]
             return environ, cmdline, refused, harvested
@@ -85,7 +85,7 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
         assert "admin.kubeconfig" not in blob and app.problem_id not in blob
     assert "KUBECONFIG=" not in environ
     assert {kv.split("=", 1)[0] for kv in environ.split("\0") if kv} <= {
-        "PATH", "LANG", "HOME", "PYTHONPATH", "SREGYM_CALLBACK_TOKEN"}
+        "PATH", "LANG", "HOME", "PYTHONPATH", "SREGYM_CALLBACK_TOKEN", "SREGYM_MCP_TOKEN"}
 
     # 2. Every attempt on the hidden namespace, on other namespaces' secrets, or on other credentials fails.
     for name, args, result in refused:

@@ -27,20 +27,6 @@ from sregym.core.llm_playback import PlaybackServer, Reply, raw_tool_call, text,
 PROMPT = "An alert fired: checkout p99 latency above 2s in namespace shop."
 
 
-@pytest.fixture()
-def agent_kubeconfig(tmp_path: Path) -> Path:
-    path = tmp_path / "agent.kubeconfig"
-    path.write_text(textwrap.dedent("""\
-        apiVersion: v1
-        kind: Config
-        clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]
-        users: [{name: sre, user: {token: not-a-real-token}}]
-        contexts: [{name: sre, context: {cluster: c, user: sre, namespace: shop}}]
-        current-context: sre
-        """))
-    path.chmod(0o600)
-    return path
-
 
 def run_in_plane(kubeconfig: Path, agent, budgets: AgentBudgets, inspect=None):
     """Open a plane, run ``agent``, return (result, trajectory, whatever ``inspect(plane)`` returns)."""
@@ -161,7 +147,7 @@ def test_tool_server_environment_holds_nothing_but_its_own(agent_kubeconfig: Pat
         return dict(item.split("=", 1) for item in raw.decode().split("\0") if item)
 
     _, _, env = run_in_plane(agent_kubeconfig, AGENTS.get("noop")(), AgentBudgets(), inspect=environ)
-    assert set(env) <= {"PATH", "LANG", "HOME", "PYTHONPATH", "SREGYM_CALLBACK_TOKEN"}
+    assert set(env) <= {"PATH", "LANG", "HOME", "PYTHONPATH", "SREGYM_CALLBACK_TOKEN", "SREGYM_MCP_TOKEN"}
     assert "admin" not in json.dumps(env) and "hotel_geo" not in json.dumps(env)
 
 
@@ -172,14 +158,17 @@ def test_command_agent_gets_a_scrubbed_environment_and_the_prompt(agent_kubeconf
     report = tmp_path / "seen.json"
     script = tmp_path / "agent.py"
     script.write_text(textwrap.dedent(f"""\
-        import json, os, sys, anyio
+        import json, os, sys, anyio, httpx2
         from mcp import Client
+        from mcp.client.streamable_http import streamable_http_client
         seen = {{"env": dict(os.environ), "stdin": sys.stdin.read(),
                  "prompt_file": open(os.environ["SREGYM_PROMPT_FILE"]).read(),
                  "kubeconfig": open(os.environ["KUBECONFIG"]).read()}}
         json.dump(seen, open({str(report)!r}, "w"))
         async def main():
-            async with Client(os.environ["SREGYM_MCP_URL"]) as c:
+            headers = {{"Authorization": "Bearer " + os.environ["SREGYM_MCP_TOKEN"]}}
+            async with httpx2.AsyncClient(headers=headers) as http, \\
+                    Client(streamable_http_client(os.environ["SREGYM_MCP_URL"], http_client=http)) as c:
                 await c.call_tool("submit_diagnosis", {{"text": "from the external agent"}})
                 await c.call_tool("submit_mitigation", {{}})
         anyio.run(main)
@@ -191,8 +180,8 @@ def test_command_agent_gets_a_scrubbed_environment_and_the_prompt(agent_kubeconf
     assert traj.submission("diagnosis").text == "from the external agent"
     assert seen["stdin"] == PROMPT and seen["prompt_file"] == PROMPT
     assert seen["kubeconfig"] == agent_kubeconfig.read_text()
-    allowed = {"PATH", "LANG", "HOME", "SREGYM_MCP_URL", "KUBECONFIG", "SREGYM_PROMPT_FILE", "SREGYM_NAMESPACE",
-               "MY_AGENT_KEY"}
+    allowed = {"PATH", "LANG", "HOME", "SREGYM_MCP_URL", "SREGYM_MCP_TOKEN", "KUBECONFIG", "SREGYM_PROMPT_FILE",
+               "SREGYM_NAMESPACE", "MY_AGENT_KEY"}
     assert set(seen["env"]) - {"PWD", "SHLVL", "_", "LC_CTYPE"} <= allowed
     assert seen["env"]["HOME"] != os.environ.get("HOME") and "SREGYM_PROBLEM" not in seen["env"]
 

@@ -5,23 +5,14 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import textwrap
 from pathlib import Path
 
 import anyio
 from mcp import Client, StdioServerParameters
 
 
-def test_stdio_server_offers_the_tools_and_logs_calls_and_submissions(tmp_path: Path) -> None:
-    kubeconfig = tmp_path / "agent.kubeconfig"
-    kubeconfig.write_text(textwrap.dedent("""\
-        apiVersion: v1
-        kind: Config
-        clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
-        users: [{name: u, user: {token: t}}]
-        contexts: [{name: u, context: {cluster: c, user: u}}]
-        current-context: u
-        """))
+def test_stdio_server_offers_the_tools_and_logs_calls_and_submissions(tmp_path: Path, agent_kubeconfig: Path) -> None:
+    kubeconfig = agent_kubeconfig
     events = tmp_path / "events.jsonl"
     sregym = shutil.which("sregym") or sys.executable
     prefix = [] if sregym != sys.executable else ["-m", "sregym"]

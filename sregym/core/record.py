@@ -43,6 +43,7 @@ class DiagnosisGrade(BaseModel):
     questions: list[dict[str, Any]] = Field(default_factory=list)
     judge_model: str | None = None
     errors: list[str] = Field(default_factory=list)
+    diagnosis_truncated: bool = Field(False, description="the diagnosis passed the judge's length cap: it read the start")
 
 
 class MitigationGrade(BaseModel):

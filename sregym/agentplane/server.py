@@ -329,9 +329,10 @@ def _kill(proc: Any) -> None:
 
 
 def kubectl_output(done: Finished, limit: int) -> tuple[str, bool]:
-    """What the agent reads: stdout (with stderr when kubectl failed), at most ``limit`` characters."""
+    """What the agent reads, as a terminal shows it: stdout, then stderr (warnings, "No resources found",
+    -v logs, errors), at most ``limit`` characters."""
     out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
-    text = out if done.returncode == 0 and not done.cut else (out + ("\n" if out and err else "") + err)
+    text = out + ("\n" if out and err else "") + err
     text, cut = truncate(text.strip() or "(no output)", limit)
     if done.cut and not cut:
         text += (f"\n[output cut: kubectl's {' and '.join(done.cut)} passed {limit} characters and kubectl was "

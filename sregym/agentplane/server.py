@@ -39,6 +39,8 @@ from sregym.agentplane.kubectl_args import KubectlArgsError, parse_kubectl, trun
 from sregym.agentplane.timeparse import TimeFormatError
 
 READY_PREFIX = "SREGYM_MCP_READY "
+# What a diagnosis may hold at all, so records stay small (the judge reads less: 4000 characters).
+MAX_DIAGNOSIS_CHARS, MAX_FIELD_CHARS = 20000, 2000
 MCP_PATH = "/mcp"
 
 
@@ -158,8 +160,9 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
         stdin: Annotated[str | None, Field(description="text piped to kubectl, e.g. a manifest for `apply -f -`")] = None,
     ) -> CallToolResult:
         """Run kubectl with the on-call SRE's credentials. Read verbs (get, describe, logs, top, events, ...)
-        and write verbs (apply, patch, scale, rollout, set, delete, ...) are allowed; watching and
-        interactive verbs are not. Long output is truncated: narrow with -l, --field-selector or -o jsonpath."""
+        and write verbs (apply, patch, scale, rollout, set, delete, ...) are allowed with their usual flags,
+        except flags that use local files, change identity, watch or are interactive; manifests go in `stdin`
+        with `-f -`. Long output is cut: narrow with -l, --field-selector or -o jsonpath."""
         try:
             call = parse_kubectl(command, stdin=stdin)
         except KubectlArgsError as e:
@@ -227,10 +230,12 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
     @server.tool(annotations=ToolAnnotations(title="submit diagnosis", read_only_hint=False, destructive_hint=False,
                                              idempotent_hint=False, open_world_hint=False))
     async def submit_diagnosis(
-        text: Annotated[str, Field(min_length=1, description="what is wrong and why, in an SRE's words")],
-        component: Annotated[str | None, Field(description="the faulty component")] = None,
-        mechanism: Annotated[str | None, Field(description="how it fails")] = None,
-        details: Annotated[str | None, Field(description="concrete evidence: values, names, messages")] = None,
+        text: Annotated[str, Field(min_length=1, max_length=MAX_DIAGNOSIS_CHARS, description=(
+            "what is wrong and why, in an SRE's words; be concise: the grader reads the first 4000 characters"))],
+        component: Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="the faulty component")] = None,
+        mechanism: Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="how it fails")] = None,
+        details: Annotated[str | None, Field(max_length=MAX_FIELD_CHARS,
+                                             description="concrete evidence: values, names, messages")] = None,
     ) -> str:
         """Submit your diagnosis of the incident (the last one submitted counts)."""
         fields = {k: v for k, v in (("component", component), ("mechanism", mechanism), ("details", details)) if v}

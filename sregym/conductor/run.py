@@ -55,8 +55,10 @@ def budgets_for(problem: Problem, steps: int | None, seconds: float | None, toke
 
 
 def noise_exclusions(problem: Problem) -> list[str]:
-    """Components noise must never touch: the root-cause targets, the faulty component, and the
-    problem's own exclusions (noise is never the root cause and must not mask it)."""
+    """Components that noise able to cure or mask the fault (restarts, lost packets) must not
+    touch: the root-cause targets, the faulty component, and the problem's own exclusions. Noise
+    that does neither (log lines, a few extra requests) spares only the problem's own exclusions
+    (its params), so "touched by noise" proves no component innocent."""
     names = {problem.ground_truth.component, *problem.noise.exclude}
     names |= {f.target.name for f in problem.faults if f.target.name}
     return sorted(n for n in names if n)
@@ -175,7 +177,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
                            run_seed=seed, exclude=noise_exclusions(problem))
         player = TimelinePlayer(plane, problem.faults, record.timeline, verify_timeout=verify_timeout,
                                 noise_params={"duration": problem.noise.duration_seconds,
-                                              "exclude": noise_exclusions(problem)}, note=phases.note)
+                                              "exclude": sorted(problem.noise.exclude)}, note=phases.note)
         with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
             await player.play_until(incident_onset(record.timeline))
         if agent == "oracle":

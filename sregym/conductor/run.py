@@ -23,6 +23,7 @@ from rich.console import Console
 import sregym
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
+from sregym.conductor import agent_objects
 from sregym.conductor.agent import agent_info, build_agent, run_agent
 from sregym.conductor.appdriver import AppDriver, DeployedApp, app_driver
 from sregym.conductor.faultplane import FaultPlane
@@ -159,6 +160,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
     plane: FaultPlane | None = None
     failure: BaseException | None = None
     app: DeployedApp | None = None
+    before_agent: agent_objects.Snapshot | None = None
     try:
         with phases.phase("prepare", f"app {problem.app.name}"):
             app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
@@ -184,6 +186,8 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
             deployed = app
             runner = OracleAgent(plane, problem.ground_truth, health=lambda: driver.health(deployed, cluster))
 
+        # what is in the app namespace now: whatever appears by the end is the agent's (teardown)
+        before_agent = await anyio.to_thread.run_sync(agent_objects.snapshot, cluster, app.namespace)
         with phases.phase("agent", agent):
             record.trajectory = await with_background(player.play_rest, run_agent(
                 agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
@@ -203,6 +207,16 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
     finally:
         with anyio.CancelScope(shield=True):
             await _recover(plane, journal, phases, record, app, driver, cluster)
+            # -- teardown of what the agent made: recorded, created objects deleted ------------
+            if before_agent is not None and app is not None:
+                try:
+                    record.agent_objects = await anyio.to_thread.run_sync(
+                        agent_objects.teardown, cluster, before_agent, app.name)
+                except SregymError as e:
+                    phases.note(f"could not tear down what the agent made: {e}")
+                for obj in record.agent_objects:
+                    phases.note(f"agent {obj.change} {obj.resource}/{obj.name}"
+                                + (" (removed)" if obj.removed else f": {obj.error}" if obj.error else ""))
             record.phases = phases.durations
             record.mechanisms = plane.mechanisms() if plane else {}
             record.ended_at = datetime.now(timezone.utc)

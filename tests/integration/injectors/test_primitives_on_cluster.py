@@ -278,7 +278,8 @@ def test_syscall_failure_by_ptrace_fails_only_the_chosen_path(ctx, app):
 
 
 def test_syscall_failure_by_seccomp_restarts_the_container_under_the_profile(ctx, app):
-    c = start(ctx, "syscall_failure", {"syscalls": ["fsync"], "errno": "ENOSPC"}, WEB, node=node_of_web(app))
+    c = start(ctx, "syscall_failure", {"syscalls": ["fsync"], "errno": "ENOSPC"}, WEB, mechanism="seccomp",
+              node=node_of_web(app))
     assert c.injector.mechanism.name == "seccomp"
     c.verify(timeout=180)
     wait_until(lambda: get(web_url(app, "/fsync"))[1].startswith("errno 28"), 120, 2, "fsync failing with ENOSPC")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -40,8 +41,8 @@ def test_what_the_agent_created_is_recorded_and_removed(cluster, tmp_path):
     manifest = tmp_path / "leftovers.json"
     manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": LEFTOVERS}))
     # the agent's own kubeconfig is in KUBECONFIG; it also bumps the release's Deployment (drift)
-    script = (f"kubectl -n {NAMESPACE} apply -f {manifest} && "
-              f"kubectl -n {NAMESPACE} annotate deployment tiny note=agent --overwrite")
+    script = "sh -c " + shlex.quote(f"kubectl -n {NAMESPACE} apply -f {manifest} && "
+                                    f"kubectl -n {NAMESPACE} annotate deployment tiny note=agent --overwrite")
     env = {**os.environ, "SREGYM_STATE": str(tmp_path / "state"), "SREGYM_AGENT_COMMAND": script}
     out = tmp_path / "runs"
     args = [sys.executable, "-m", "sregym", "run", "--problem", "tiny_settings_drift", "--agent", "command",
@@ -53,6 +54,7 @@ def test_what_the_agent_created_is_recorded_and_removed(cluster, tmp_path):
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
+    assert record.trajectory.stop_reason == "submitted", record.trajectory  # the agent's kubectl calls worked
     created = {(o.resource, o.name): o for o in record.agent_objects if o.change == "created"}
     assert set(created) == {("deployments.apps", "debug-shell"), ("configmaps", "agent-notes"),
                             ("roles.rbac.authorization.k8s.io", "keep-me"),

@@ -1,4 +1,5 @@
-"""Noise: a short burst of extra requests to an unrelated Service."""
+"""Noise: a short burst of extra requests to one Service (any component, the root cause's too:
+extra requests neither cure nor hide a fault)."""
 
 from __future__ import annotations
 
@@ -40,14 +41,14 @@ class SpikeParams(NoiseParams):
 
 @injector("noise_load_spike")
 class NoiseLoadSpike(Injector[SpikeParams]):
-    """Send extra HTTP requests to one unrelated Service (ClusterIP) for ``duration`` seconds."""
+    """Send extra HTTP requests to one Service (ClusterIP) for ``duration`` seconds."""
 
     Params = SpikeParams
     mechanisms = (HTTP_FROM_NODE,)
     node_level = True
 
     def plan(self) -> dict[str, Any]:
-        services = [s for s in candidates(self.ctx, "Service", self.params.exclude)
+        services = [s for s in candidates(self.ctx, "Service", self.params.exclude, harmless=True)
                     if s["spec"].get("clusterIP") not in (None, "None") and s["spec"].get("ports")]
         svc = choose(self.ctx.seed, "noise_load_spike", services, "service")
         nodes = sorted(n["metadata"]["name"] for n in list_objects(self.ctx.kube, "Node", None))

@@ -1,4 +1,5 @@
-"""Noise: a burst of harmless warning lines in an unrelated container's log."""
+"""Noise: a burst of harmless warning lines in one container's log (any component, the root cause's
+too: lines that neither cure nor hide a fault)."""
 
 from __future__ import annotations
 
@@ -50,14 +51,14 @@ def warning_lines(seed: int, count: int) -> list[str]:
 
 @injector("noise_log_burst")
 class NoiseLogBurst(Injector[LogBurstParams]):
-    """Print ``lines`` harmless warnings in one unrelated container's log over ``duration`` seconds."""
+    """Print ``lines`` harmless warnings in one container's log over ``duration`` seconds."""
 
     Params = LogBurstParams
     mechanisms = (STDOUT,)
     node_level = True
 
     def plan(self) -> dict[str, Any]:
-        pod = choose(self.ctx.seed, "noise_log_burst", running(candidates(self.ctx, "Pod", self.params.exclude)), "pod")
+        pod = choose(self.ctx.seed, "noise_log_burst", running(candidates(self.ctx, "Pod", self.params.exclude, harmless=True)), "pod")
         tc = pick_container(self.ctx, Selector(kind="Pod", name=pod["metadata"]["name"],
                                                namespace=pod["metadata"]["namespace"]))
         _, pid = target_pid(self.ctx, tc)

@@ -6,12 +6,21 @@ Mechanisms, best first:
 * ``ebpf-override``: a bcc program on kprobes of the syscalls calls ``bpf_override_return`` for
   processes of the target's cgroup, at the chosen rate. Needs kprobes, CONFIG_BPF_KPROBE_OVERRIDE
   and kernel headers. No path filter.
+* ``ptrace``: ``strace -f -e inject=SYSCALL:error=ERRNO:when=1+N [-P path]`` attached to every
+  process of the container. ``when=1+N`` fails every N-th call (N = round(1/rate)): a
+  deterministic rate. Slows the traced processes (every traced syscall stops them). A small
+  supervisor on the node attaches a tracer to each new instance of the container in the same pod
+  (a crash-looping database restarts its container, not its pod), so the fault outlives a
+  container restart as a failing disk would.
 * ``seccomp``: the container is restarted with a ``Localhost`` seccomp profile whose rule makes the
   syscalls return the errno (``SCMP_ACT_ERRNO``). Always, for every call: seccomp cannot look at
   paths (they are pointers) and has no randomness, so ``path`` and ``rate < 1`` are refused.
-* ``ptrace``: ``strace -f -e inject=SYSCALL:error=ERRNO:when=1+N [-P path]`` attached to every
-  process of the container. ``when=1+N`` fails every N-th call (N = round(1/rate)): a
-  deterministic rate. Slows the traced processes (every traced syscall stops them).
+
+ptrace comes before seccomp: a tracer leaves nothing in the objects the agent reads (and a tracer
+outside the container's PID namespace shows as ``TracerPid: 0`` inside it), while the profile sits
+in the pod spec (``securityContext.seccompProfile``) and names the mechanism, which is a tell
+unless the profile is itself the root cause. Force ``mechanism: seccomp`` only for such a problem.
+The run record names the mechanism that ran.
 """
 
 from __future__ import annotations
@@ -42,9 +51,11 @@ from sregym.injectors.objects import (
     dig,
     edit,
     find_workload,
+    get_object,
     list_objects,
     namespace_of,
     pods_of,
+    poll,
 )
 from sregym.injectors.observe import running_with
 
@@ -90,6 +101,49 @@ def strace_argv(params: SyscallFailureParams, pids: list[int], token: str) -> li
     for pid in pids:
         argv += ["-p", str(pid)]
     return argv
+
+
+# Runs on the node for the ptrace mechanism: attaches strace to the processes of each container of
+# one pod (cgroup paths name the pod uid and the container id) except the pause container and the
+# pod's other containers, and again to each new container that replaces the target's (a restart).
+# On SIGTERM its tracers are stopped, which detaches them cleanly.
+TRACER_SUPERVISOR = r"""
+import json, os, signal, subprocess, sys, time
+uid, skip, base = sys.argv[1], set(filter(None, sys.argv[2].split(','))), json.loads(sys.argv[3])
+marks = ('pod' + uid, 'pod' + uid.replace('-', '_'))
+tracers = {}
+def stop(*_):
+    for t in tracers.values():
+        t.terminate()
+    for t in tracers.values():
+        t.wait()
+    sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+def containers():
+    out = {}
+    for d in os.listdir('/proc'):
+        if not d.isdigit():
+            continue
+        try:
+            cg = open(f'/proc/{d}/cgroup').read()
+            comm = open(f'/proc/{d}/comm').read().strip()
+        except OSError:
+            continue
+        for line in cg.splitlines():
+            path = line.split(':', 2)[-1]
+            if any(m in path for m in marks):
+                cid = path.rstrip('/').rsplit('/', 1)[-1].removesuffix('.scope').rsplit('-', 1)[-1]
+                if cid and not cid.startswith('pod') and cid not in skip and comm != 'pause':
+                    out.setdefault(cid, set()).add(int(d))
+                break
+    return out
+while True:
+    for cid, pids in containers().items():
+        if cid not in tracers or tracers[cid].poll() is not None:
+            argv = base + [a for p in sorted(pids) for a in ('-p', str(p))]
+            tracers[cid] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+    time.sleep(0.1)
+"""
 
 
 def seccomp_profile(params: SyscallFailureParams) -> dict:
@@ -154,7 +208,7 @@ class SyscallFailure(Injector[SyscallFailureParams]):
     """Make chosen syscalls of the target's processes fail with an errno (eBPF, seccomp or ptrace)."""
 
     Params = SyscallFailureParams
-    mechanisms = (EBPF, SECCOMP, PTRACE)
+    mechanisms = (EBPF, PTRACE, SECCOMP)  # hidden first: see the module docstring
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
 
@@ -170,7 +224,11 @@ class SyscallFailure(Injector[SyscallFailureParams]):
             return self._plan_seccomp()
         tc = pick_container(self.ctx, self.target)
         token = "t" + hashlib.sha256(f"{tc.pod_uid}:{tc.container_id}:{m}".encode()).hexdigest()[:12]
-        return {"container": tc.as_state(), "token": token}
+        pod = get_object(self.ctx.kube, "Pod", tc.pod, tc.namespace) or {}
+        others = sorted(s["containerID"].split("://", 1)[-1] for s in
+                        (pod.get("status") or {}).get("containerStatuses") or []
+                        if s["name"] != tc.container and s.get("containerID"))
+        return {"container": tc.as_state(), "token": token, "other_containers": others}
 
     # -- seccomp: a profile on every node and the container restarted with it ------------------
     def _plan_seccomp(self) -> dict[str, Any]:
@@ -212,8 +270,12 @@ class SyscallFailure(Injector[SyscallFailureParams]):
             raise FaultError(f"pod {tc.pod} container {tc.container} no longer runs")
         pids = [p.pid for p in container_processes(runner, cid)]
         if self.mechanism.name == PTRACE.name:
-            runner.run(["mkdir", "-p", WORK_DIR])
-            spawn(runner, strace_argv(self.params, pids, state["token"]), log=f"{WORK_DIR}/{state['token']}.log")
+            script = f"{WORK_DIR}/{state['token']}.py"
+            install_file(runner, script, TRACER_SUPERVISOR)
+            spawn(runner, ["python3", script, tc.pod_uid, ",".join(state.get("other_containers", [])),
+                           json.dumps(strace_argv(self.params, [], state["token"]))],
+                  log=f"{WORK_DIR}/{state['token']}.log")
+            poll(lambda: self._traced(runner, state), 10, 0.2)
         else:
             # bpf_get_current_cgroup_id() is the id (inode) of the task's cgroup-v2 directory
             cgroup = runner.run(["sh", "-c", f"p=$(sed -n 's/^0:://p' /proc/{pids[0]}/cgroup); "
@@ -252,14 +314,19 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         attached = pids_with_cmdline(runner, state["token"])
         if not attached:
             return Verification(False, "the tracer is not running")
-        tracer = str(attached[0][0])
+        if self.mechanism.name == EBPF.name:
+            return Verification(bool(attached), f"eBPF loader running (pid {attached[0][0]})")
+        traced = self._traced(runner, state)
+        return Verification(bool(traced), f"processes under syscall tampering: {traced}")
+
+    def _traced(self, runner: NodeRunner, state: dict[str, Any]) -> list[int]:
+        """PIDs of the target container's live processes that one of this fault's tracers traces."""
+        tracers = {str(pid) for pid, _ in pids_with_cmdline(runner, state["token"])}
         cid = live_container_id(self.ctx, TargetContainer.from_state(state["container"]))
         procs = container_processes(runner, cid) if cid else []
-        traced = [p.pid for p in procs if runner.run(["grep", "^TracerPid:", f"/proc/{p.pid}/status"],
-                                                      check=False).stdout.split()[-1:] == [tracer]]
-        if self.mechanism.name == EBPF.name:
-            return Verification(bool(attached), f"eBPF loader running (pid {tracer})")
-        return Verification(bool(traced), f"processes under syscall tampering: {traced}")
+        return [p.pid for p in procs
+                if set(runner.run(["grep", "^TracerPid:", f"/proc/{p.pid}/status"], check=False).stdout.split()[-1:])
+                & tracers]
 
     def recover(self, state: dict[str, Any]) -> None:
         if self.mechanism.name == SECCOMP.name:
@@ -283,5 +350,12 @@ class SyscallFailure(Injector[SyscallFailureParams]):
                            check=False)
             return
         runner = node_runner(self.ctx, state["container"]["node"])
-        for pid, start in pids_with_cmdline(runner, state["token"]):
+        # the supervisor first (else it would attach a new tracer), then any tracer it left
+        found = pids_with_cmdline(runner, state["token"])
+        script = f"{WORK_DIR}/{state['token']}.py"
+        for pid, start in sorted(found, key=lambda p: script not in self._cmdline(runner, p[0])):
             kill_spawned(runner, pid, start)  # strace detaches cleanly on SIGTERM
+
+    @staticmethod
+    def _cmdline(runner: NodeRunner, pid: int) -> str:
+        return runner.run(["cat", f"/proc/{pid}/cmdline"], check=False).stdout.replace("\0", " ")

@@ -12,6 +12,7 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, Field
 
 from sregym.apps import release
+from sregym.apps.namespace import ensure_app_namespace
 from sregym.apps.spec import AppSpec, load_app
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.errors import ClusterError, PrerequisiteError
@@ -176,10 +177,12 @@ def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
            values: dict[str, Any] | None = None, *, wait: bool = True, timeout: float = 600) -> DeployResult:
     """Install ``app`` into ``namespace`` and wait until Ready, or reuse the release already there
     when it was installed at the same chart hash (chart files + values), is healthy and its objects
-    are as the chart made them (else the upgrade puts back what drifted)."""
+    are as the chart made them (else the upgrade puts back what drifted). The namespace enforces Pod
+    Security ``baseline`` before any pod is admitted (see :mod:`sregym.apps.namespace`)."""
     spec = _spec(app)
     ns = namespace or spec.namespace
     started = time.monotonic()
+    ensure_app_namespace(cluster, ns)
     merged = install_values(cluster, spec, values)
     digest = merged["sregym"]["chartHash"]
     state, installed_hash = release.installed(cluster, spec.name, ns)

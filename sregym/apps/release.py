@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sregym.apps.spec import AppSpec
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
@@ -88,6 +90,16 @@ def installed(cluster: ClusterHandle, release: str, namespace: str) -> tuple[str
     vals = helm(cluster, "get", "values", release, "-n", namespace, "-o", "json", timeout=60)
     current = (json.loads(vals.stdout or "{}") or {}) if vals.returncode == 0 else {}
     return state, (current.get(HASH_VALUE[0]) or {}).get(HASH_VALUE[1])
+
+
+def release_objects(cluster: ClusterHandle, release: str, namespace: str) -> set[tuple[str, str]] | None:
+    """``(kind, name)`` of every object the release's manifest holds; None when helm cannot say
+    (no such release). What the agent made is what is in the namespace and not in here."""
+    manifest = helm(cluster, "get", "manifest", release, "-n", namespace, timeout=60)
+    if manifest.returncode != 0:
+        return None
+    return {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(manifest.stdout)
+            if isinstance(doc, dict) and doc.get("kind") and (doc.get("metadata") or {}).get("name")}
 
 
 def drifted(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:

@@ -23,6 +23,7 @@ from rich.console import Console
 import sregym
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
+from sregym.conductor import agent_objects
 from sregym.conductor.agent import agent_info, build_agent, run_agent
 from sregym.conductor.appdriver import AppDriver, DeployedApp, app_driver
 from sregym.conductor.faultplane import FaultPlane
@@ -55,8 +56,10 @@ def budgets_for(problem: Problem, steps: int | None, seconds: float | None, toke
 
 
 def noise_exclusions(problem: Problem) -> list[str]:
-    """Components noise must never touch: the root-cause targets, the faulty component, and the
-    problem's own exclusions (noise is never the root cause and must not mask it)."""
+    """Components that noise able to cure or mask the fault (restarts, lost packets) must not
+    touch: the root-cause targets, the faulty component, and the problem's own exclusions. Noise
+    that does neither (log lines, a few extra requests) spares only the problem's own exclusions
+    (its params), so "touched by noise" proves no component innocent."""
     names = {problem.ground_truth.component, *problem.noise.exclude}
     names |= {f.target.name for f in problem.faults if f.target.name}
     return sorted(n for n in names if n)
@@ -157,6 +160,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
     plane: FaultPlane | None = None
     failure: BaseException | None = None
     app: DeployedApp | None = None
+    before_agent: agent_objects.Snapshot | None = None
     try:
         with phases.phase("prepare", f"app {problem.app.name}"):
             app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
@@ -175,13 +179,15 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
                            run_seed=seed, exclude=noise_exclusions(problem))
         player = TimelinePlayer(plane, problem.faults, record.timeline, verify_timeout=verify_timeout,
                                 noise_params={"duration": problem.noise.duration_seconds,
-                                              "exclude": noise_exclusions(problem)}, note=phases.note)
+                                              "exclude": sorted(problem.noise.exclude)}, note=phases.note)
         with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
             await player.play_until(incident_onset(record.timeline))
         if agent == "oracle":
             deployed = app
             runner = OracleAgent(plane, problem.ground_truth, health=lambda: driver.health(deployed, cluster))
 
+        # what is in the app namespace now: whatever appears by the end is the agent's (teardown)
+        before_agent = await anyio.to_thread.run_sync(agent_objects.snapshot, cluster, app.namespace)
         with phases.phase("agent", agent):
             record.trajectory = await with_background(player.play_rest, run_agent(
                 agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
@@ -201,6 +207,16 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
     finally:
         with anyio.CancelScope(shield=True):
             await _recover(plane, journal, phases, record, app, driver, cluster)
+            # -- teardown of what the agent made: recorded, created objects deleted ------------
+            if before_agent is not None and app is not None:
+                try:
+                    record.agent_objects = await anyio.to_thread.run_sync(
+                        agent_objects.teardown, cluster, before_agent, app.name)
+                except SregymError as e:
+                    phases.note(f"could not tear down what the agent made: {e}")
+                for obj in record.agent_objects:
+                    phases.note(f"agent {obj.change} {obj.resource}/{obj.name}"
+                                + (" (removed)" if obj.removed else f": {obj.error}" if obj.error else ""))
             record.phases = phases.durations
             record.mechanisms = plane.mechanisms() if plane else {}
             record.ended_at = datetime.now(timezone.utc)

@@ -65,6 +65,21 @@ class Grades(BaseModel):
     wrong_remediations: list[str] = Field(default_factory=list)
 
 
+class AgentObject(BaseModel):
+    """An object of the app namespace that the agent made or changed outside the app's release
+    during the agent phase, and what teardown did with it."""
+
+    resource: str = Field(..., description="kubectl resource, e.g. deployments.apps")
+    namespace: str
+    name: str
+    change: Literal["created", "changed", "drifted"] = Field(
+        ..., description="created: new and not the release's (removed at teardown); changed: existed before, "
+                         "not the release's (recorded only); drifted: a release object that differs from its chart "
+                         "(put back by the next deploy)")
+    removed: bool = False
+    error: str | None = None
+
+
 class AgentInfo(BaseModel):
     name: str
     kind: Literal["baseline", "oracle", "llm", "external"] = "baseline"
@@ -102,6 +117,8 @@ class RunRecord(BaseModel):
     mechanisms: dict[str, str] = Field(default_factory=dict, description="fault id -> mechanism that ran")
     baseline: dict[str, Any] = Field(default_factory=dict, description="SLO measurements before injection")
     trajectory: Trajectory = Field(default_factory=Trajectory)
+    agent_objects: list[AgentObject] = Field(default_factory=list,
+                                             description="what the agent made or changed outside the release")
     grades: Grades = Field(default_factory=Grades)
     ttd_s: float | None = Field(None, description="time to diagnose: agent start to diagnosis submission")
     ttm_s: float | None = Field(None, description="time to mitigate: agent start to mitigation submission")

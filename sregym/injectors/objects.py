@@ -17,6 +17,7 @@ from kubernetes.client.exceptions import ApiException
 from kubernetes.dynamic import DynamicClient
 from kubernetes.dynamic.exceptions import NotFoundError, UnprocessibleEntityError
 
+from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE, RUN_LABEL
 from sregym.core.errors import FaultError, UserInputError
 from sregym.core.problem import Selector
 
@@ -31,6 +32,12 @@ API_VERSIONS = {
 }
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 RESTART_ANNOTATION = "kubectl.kubernetes.io/restartedAt"  # what `kubectl rollout restart` sets
+# Field managers a person's kubectl leaves on what it changes (the API server records them in
+# managedFields, which the agent can read). Faults and noise use these, never the client
+# library's default ("OpenAPI-Generator"), which no person leaves and so would point at the fault.
+EDIT_MANAGER = "kubectl-edit"
+RESTART_MANAGER = "kubectl-rollout"
+CREATE_MANAGER = "kubectl-create"
 
 T = TypeVar("T")
 
@@ -82,8 +89,15 @@ def dig(obj: Any, path: list[str | int]) -> Any:
     return obj
 
 
+def field_manager(path: list[str | int]) -> str:
+    """The manager a person's kubectl would leave for a change of ``path``: a rolling restart is
+    `kubectl rollout restart`, any other field `kubectl edit`."""
+    return RESTART_MANAGER if path == restart_path() else EDIT_MANAGER
+
+
 def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list[str | int], value: Any) -> None:
-    """Set (or, for ``ABSENT``, remove) one field with a JSON patch. Idempotent."""
+    """Set (or, for ``ABSENT``, remove) one field with a JSON patch, under the field manager a
+    person's kubectl would leave (:func:`field_manager`). Idempotent."""
     ptr = _pointer(path)
     if value == ABSENT:
         ops = [{"op": "remove", "path": ptr}]
@@ -91,7 +105,7 @@ def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list
         ops = [{"op": "replace" if isinstance(path[-1], int) else "add", "path": ptr, "value": value}]
     try:
         resource(kube, kind).patch(name=name, namespace=namespace, body=ops,
-                                   content_type="application/json-patch+json")
+                                   content_type="application/json-patch+json", field_manager=field_manager(path))
     except UnprocessibleEntityError:
         if value != ABSENT:  # removing a field already gone is fine; anything else is not
             raise
@@ -136,10 +150,31 @@ def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
                 raise  # undo: an object that is gone has nothing left to restore
 
 
+FAULT_PLANE_LABELS = {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: None}  # None: any value
+
+
+def without_fault_plane_labels(manifest: dict) -> dict:
+    """``manifest`` without the fault plane's own labels, unless it lives in the hidden namespace.
+
+    An object a fault creates where the agent looks (a NetworkPolicy, a quota, a claim) must look
+    like one a person made: no healthy namespace has an object labelled by the fault plane. Such
+    objects are found again by the name journaled in the plan, not by label."""
+    meta = manifest.get("metadata") or {}
+    if meta.get("namespace") == HIDDEN_NAMESPACE or not meta.get("labels"):
+        return manifest
+    labels = {k: v for k, v in meta["labels"].items()
+              if not (k in FAULT_PLANE_LABELS and FAULT_PLANE_LABELS[k] in (None, v))}
+    meta = {k: v for k, v in meta.items() if k != "labels"} | ({"labels": labels} if labels else {})
+    return {**manifest, "metadata": meta}
+
+
 def create_object(kube: Any, manifest: dict) -> None:
-    """Create ``manifest``; an existing object of that name is left as is (idempotent)."""
+    """Create ``manifest`` as `kubectl create` would (its field manager; outside the hidden
+    namespace without the fault plane's labels); an existing object of that name is left as is."""
+    manifest = without_fault_plane_labels(manifest)
     try:
-        resource(kube, manifest["kind"]).create(body=manifest, namespace=manifest["metadata"].get("namespace"))
+        resource(kube, manifest["kind"]).create(body=manifest, namespace=manifest["metadata"].get("namespace"),
+                                                field_manager=CREATE_MANAGER)
     except ApiException as e:
         if e.status != 409:
             raise

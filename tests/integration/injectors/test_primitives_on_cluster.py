@@ -277,8 +277,33 @@ def test_syscall_failure_by_ptrace_fails_only_the_chosen_path(ctx, app):
     c.recover()
 
 
+def test_syscall_failure_by_ptrace_follows_a_restart_of_the_container(ctx, app):
+    """A process that crashes restarts its container, not its pod (a database that panics on a
+    failed fsync): the tracer is attached again to the new container, as a failing disk stays."""
+    from sregym.cluster.nodeagent import container_processes
+
+    c = start(ctx, "syscall_failure", {"syscalls": ["fsync"], "errno": "EIO"}, WEB, mechanism="ptrace",
+              node=node_of_web(app))
+    c.verify()
+    wait_until(lambda: get(web_url(app, "/fsync"))[1].startswith("errno 5"), 30, 1, "fsync failing")
+    tc = c.state["container"]
+    runner = node_runner(ctx, tc["node"])
+    pod = get_object(app, "Pod", tc["pod"], NS)
+    restarts = pod["status"]["containerStatuses"][0]["restartCount"]
+    runner.run(["kill", "-KILL", str(container_processes(runner, tc["container_id"])[0].pid)])
+    wait_until(lambda: get_object(app, "Pod", tc["pod"], NS)["status"]["containerStatuses"][0]["restartCount"]
+               > restarts, 60, 1, "the container to restart in the same pod")
+    wait_until(lambda: get(web_url(app, "/fsync"))[1].startswith("errno 5"), 60, 1, "fsync failing again")
+    assert c.injector.verify(c.state).ok
+    c.recover()
+    wait_until(lambda: get(web_url(app, "/fsync")) == (200, "synced"), 30, 1, "fsync working")
+    assert not pids_with_cmdline(runner, c.state["token"])  # supervisor and tracers are gone
+    c.recover()
+
+
 def test_syscall_failure_by_seccomp_restarts_the_container_under_the_profile(ctx, app):
-    c = start(ctx, "syscall_failure", {"syscalls": ["fsync"], "errno": "ENOSPC"}, WEB, node=node_of_web(app))
+    c = start(ctx, "syscall_failure", {"syscalls": ["fsync"], "errno": "ENOSPC"}, WEB, mechanism="seccomp",
+              node=node_of_web(app))
     assert c.injector.mechanism.name == "seccomp"
     c.verify(timeout=180)
     wait_until(lambda: get(web_url(app, "/fsync"))[1].startswith("errno 28"), 120, 2, "fsync failing with ENOSPC")

@@ -73,7 +73,13 @@ def test_seccomp_profile_returns_the_errno_for_exactly_the_syscalls():
     assert prof["defaultAction"] == "SCMP_ACT_ALLOW"
     assert prof["syscalls"] == [{"names": ["fsync", "write"], "action": "SCMP_ACT_ERRNO", "errnoRet": 28}]
     json.dumps(prof)
-    assert SyscallFailure.choose_mechanism(THIS_VM).name == "seccomp"
+
+
+def test_syscall_failure_prefers_the_tracer_to_a_profile_in_the_pod_spec():
+    """A seccompProfile in the pod spec would name the mechanism to an agent reading the spec:
+    where eBPF is missing, ptrace is chosen, and seccomp only when a problem forces it."""
+    assert SyscallFailure.choose_mechanism(THIS_VM).name == "ptrace"
+    assert SyscallFailure.choose_mechanism(THIS_VM, forced="seccomp").name == "seccomp"
 
 
 def test_strace_injects_every_nth_call_on_a_path_for_all_container_processes():

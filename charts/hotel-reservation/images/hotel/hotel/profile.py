@@ -1,6 +1,7 @@
 """profile: hotel descriptions, cached in memcached in front of PostgreSQL.
 
-PROFILE_CACHE_KEY_V2 switches to the v2 cache keys (scoped per request for traceability)."""
+PROFILE_CACHE_KEY_V2 switches to the v2 cache keys (scoped per request for traceability);
+PROFILE_TRIM_DESCRIPTION strips surrounding white space from descriptions."""
 
 from aiohttp import web
 
@@ -31,7 +32,8 @@ async def profiles(request: web.Request) -> web.Response:
                                     " WHERE id = ANY($1::int[])", missing)
         for row in rows:
             profile = {"id": row["id"], "name": row["name"], "phoneNumber": row["phone"],
-                       "description": row["description"],
+                       "description": (row["description"] or "").strip()
+                       if config.flag("PROFILE_TRIM_DESCRIPTION") else row["description"],
                        "address": {"street": row["street"], "city": row["city"], "lat": row["lat"], "lon": row["lon"]}}
             await cache.put(request.app, SERVICE, cache_key(row["id"]), profile)
             found[row["id"]] = profile

@@ -1,4 +1,6 @@
-"""recommendation: the best hotels by distance, rating or price, from PostgreSQL."""
+"""recommendation: the best hotels by distance, rating or price, from PostgreSQL.
+
+RECOMMEND_TIEBREAK_BY_ID orders hotels that tie by id, so equal scores always list alike."""
 
 from aiohttp import web
 
@@ -14,9 +16,10 @@ async def recommend(request: web.Request) -> web.Response:
     if require not in ORDER:
         raise web.HTTPBadRequest(text=f"require must be one of {sorted(ORDER)}")
     lat, lon = float(request.query["lat"]), float(request.query["lon"])
+    order = ORDER[require] + (", id" if config.flag("RECOMMEND_TIEBREAK_BY_ID") else "")
     rows = await postgres.fetch(request.app, SERVICE, "recommend",
                                 f"SELECT id FROM hotel_scores WHERE $1::float8 IS NOT NULL AND $2::float8 IS NOT NULL"
-                                f" ORDER BY {ORDER[require]} LIMIT $3", lat, lon,
+                                f" ORDER BY {order} LIMIT $3", lat, lon,
                                 config.integer("RECOMMEND_LIMIT", 5))
     return web.json_response({"hotelIds": [r["id"] for r in rows]})
 

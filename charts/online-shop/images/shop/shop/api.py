@@ -2,7 +2,8 @@
 to NATS for the workers).
 
 CART_PRICE_REFRESH makes the cart view re-read current prices from the database instead of the
-cached catalog."""
+cached catalog; CATALOG_SORT_BY_NAME lists products by name instead of id; CART_ITEMS_SORTED lists
+cart items by product id."""
 
 import json
 import logging
@@ -37,7 +38,10 @@ async def _products(app: web.Application) -> list[dict]:
 
 
 async def list_products(request: web.Request) -> web.Response:
-    return web.json_response({"products": await _products(request.app)})
+    products = await _products(request.app)
+    if config.flag("CATALOG_SORT_BY_NAME"):
+        products = sorted(products, key=lambda p: p["name"])
+    return web.json_response({"products": products})
 
 
 async def get_product(request: web.Request) -> web.Response:
@@ -66,7 +70,8 @@ async def _cart(request: web.Request, user: str) -> list[dict]:
             await request.app[postgres.POOL].release(conn)
     else:
         prices = {p["id"]: p["price_cents"] for p in await _products(request.app)}
-    return [{"productId": pid, "quantity": int(q), "priceCents": prices.get(pid, 0)} for pid, q in pairs.items()]
+    items = [{"productId": pid, "quantity": int(q), "priceCents": prices.get(pid, 0)} for pid, q in pairs.items()]
+    return sorted(items, key=lambda i: i["productId"]) if config.flag("CART_ITEMS_SORTED") else items
 
 
 async def view_cart(request: web.Request) -> web.Response:

@@ -166,7 +166,7 @@ class ConfigMapValue(_FieldOracle):
     Params = ConfigMapValueParams
 
     def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
-        obj = get_json(self.ctx.kube, "configmap", self.params.name, ns)
+        obj = get_json(self.ctx.kube, "configmap", self.params.name, ns, managed_fields=True)
         value = MISSING if obj is None else (obj.get("data") or {}).get(self.params.key, MISSING)
         evidence: dict[str, Any] = {"configmap": self.params.name, "key": self.params.key, "value": shown(value)}
         if obj is not None:

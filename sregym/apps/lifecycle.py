@@ -245,7 +245,7 @@ def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
     ns = namespace or spec.namespace
     existed = release.uninstall(cluster, spec.name, ns)
     if spec.workload:  # helm removes it with the release; a half-removed release may leave it behind
-        cluster.kube.kubectl("delete", "deployment,service", "-n", loadgen_namespace(), "-l", f"target-namespace={ns}",
+        cluster.kube.kubectl("delete", "deployment,service,networkpolicy", "-n", loadgen_namespace(), "-l", f"target-namespace={ns}",
                              "--ignore-not-found", "--wait=false", check=False, timeout=60)
     try:
         cluster.kube.core.delete_namespace(ns)

@@ -218,6 +218,9 @@ def test_a_fake_exporter_in_the_app_namespace_does_not_pass_the_slo_oracle(clust
     try:
         kube.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(loadgen))
         kube.kubectl("apply", "-n", ns, "-f", "-", input=_json.dumps(fake))
+        # Ready through its NetworkPolicy (only Prometheus may call it; the kubelet's probes come from the node)
+        kube.kubectl("rollout", "status", f"deployment/{loadgen_name(spec, ns)}", "-n", LOADGEN_NAMESPACE,
+                     "--timeout=120s")
         old_rate = (f'sum(rate(loadgen_requests_total{{namespace="{ns}",outcome="ok"}}[1m])) / '
                     f'sum(rate(loadgen_requests_total{{namespace="{ns}"}}[1m]))')
         old_with_real = (f'sum(rate(loadgen_requests_total{{namespace=~"{ns}|{LOADGEN_NAMESPACE}",'

@@ -164,12 +164,17 @@ def test_the_load_generator_is_rendered_outside_the_app_namespace(app):
     spec = load_app(app)
     docs = [d for d in yaml.safe_load_all(template(spec.chart, spec.namespace, {})) if d]
     loadgen = [d for d in docs if "loadgen" in d["metadata"]["name"]]
-    assert {d["kind"] for d in loadgen} == {"Deployment", "Service"}
+    assert {d["kind"] for d in loadgen} == {"Deployment", "Service", "NetworkPolicy"}
     assert all(d["metadata"].get("namespace") == OBSERVABILITY_NAMESPACE for d in loadgen)
     deployment = next(d for d in loadgen if d["kind"] == "Deployment")
     assert deployment["spec"]["template"]["metadata"]["labels"]["target-namespace"] == spec.namespace
     env = {e["name"]: e["value"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
     assert env["TARGET_ADDR"].split(":")[0].endswith(f".{spec.namespace}.svc")
+    # only Prometheus may call it (its /rate endpoint changes the load the SLOs are measured under)
+    policy = next(d for d in loadgen if d["kind"] == "NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
+                                          "ports": [{"port": "http"}]}]
     # nothing else of the app leaves its namespace
     assert all(d["metadata"].get("namespace") in (None, spec.namespace) for d in docs if d not in loadgen)
 

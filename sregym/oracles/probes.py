@@ -48,7 +48,8 @@ def _handler(probe: dict[str, Any]) -> tuple[str | None, Any]:
 def weakened(baseline: dict[str, dict[str, dict[str, Any]]], live: dict[str, dict[str, dict[str, Any]]],
              where: str) -> list[str]:
     """Why the ``live`` probes of one workload or pod are weaker than its ``baseline`` probes
-    (empty: every baseline probe is still there, checking the same thing at least as strictly).
+    (empty: every baseline probe is still there, no more forgiving, and every readiness probe
+    checks the same thing).
 
     A probe added where the baseline had none, or made stricter, is not a weakening."""
     out = []
@@ -61,7 +62,10 @@ def weakened(baseline: dict[str, dict[str, dict[str, Any]]], live: dict[str, dic
             if not have:
                 out.append(f"{name} removed (the chart defines one)")
                 continue
-            if _handler(have) != _handler(want):
+            # Readiness is what availability means: /readyz asks the dependencies, a TCP connect does
+            # not. A liveness or startup probe only decides restarts, and a fix of a broken one
+            # (say a TCP check on the right port) may check differently as long as it checks.
+            if kind == "readinessProbe" and _handler(have) != _handler(want):
                 out.append(f"{name} checks something else now ({_brief(have)} instead of {_brief(want)})")
                 continue
             for key in LOOSER_WHEN_LARGER:

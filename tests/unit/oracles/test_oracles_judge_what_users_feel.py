@@ -73,6 +73,15 @@ def test_the_same_probe_with_defaults_spelled_out_or_a_stricter_one_passes():
         assert weakened(BASELINE["Deployment/api"], workload_probes(deployment(readinessProbe=probe)), "d") == []
 
 
+def test_a_liveness_probe_may_check_differently_but_not_vanish_or_loosen():
+    # fixing hotel_profile_liveness_probe by pointing the planted TCP check at the right port
+    tcp = {"tcpSocket": {"port": "http"}, "periodSeconds": 3, "timeoutSeconds": 1, "failureThreshold": 2}
+    assert weakened(BASELINE["Deployment/api"], workload_probes(deployment(livenessProbe=tcp)), "d") == []
+    slow = {**LIVE, "failureThreshold": 30}
+    assert "failureThreshold 3 -> 30" in weakened(BASELINE["Deployment/api"], workload_probes(deployment(livenessProbe=slow)), "d")[0]
+    assert "livenessProbe removed" in probe_problems(without(deployment(), "livenessProbe"), [], BASELINE)[0]
+
+
 def test_a_workload_the_chart_does_not_define_is_not_compared():
     assert probe_problems(without(deployment("extra"), "readinessProbe"), [], BASELINE) == []
 

@@ -1,4 +1,12 @@
-"""``http_probe``: real requests from inside the cluster to a service URL succeed over the window.
+"""``http_probe``: real requests from inside the cluster to a service URL get the answer a working
+service gives, over the window.
+
+"Answers 2xx" is not "works": any process can answer 200 (a Service pointed at another workload,
+a stub, a health endpoint that knows nothing of the broken dependency). So each request must get
+one of ``expect_status`` (default 200) *and* a body of the working shape: every key path of
+``expect_json`` present in the JSON answer (``hotels``, ``products.0.id``) and/or ``expect_body``
+matching it. A problem must declare a shape; point the URL at a path that uses the broken
+dependency, through the entry service, as a user's request would.
 
 The requests come from a short-lived pod in the hidden fault-plane namespace (the agent cannot see
 it), spread evenly over the window, so a service that answers once and then fails again does not
@@ -8,12 +16,13 @@ pass. The pod is deleted afterwards whatever happens.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from typing import Any
 
 from kubernetes import client
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 from sregym.core.errors import ClusterError
@@ -23,34 +32,57 @@ from sregym.oracles.window import Sample, WindowParams, window_of, window_result
 
 PROBE_IMAGE = "sregym/base:bookworm"
 
-# Runs in the probe pod: N requests spread over the window, one JSON line each.
+BODY_BYTES = 65536  # the start of each answer, judged on the conductor's side
+
+# Runs in the probe pod: N requests spread over the window, one JSON line each (with the body).
 PROBE_SCRIPT = r"""
 import json, sys, time, urllib.error, urllib.request
-url, n, window, timeout = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
+url, n, window, timeout, method = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4]), sys.argv[5]
 start = time.time()
 for i in range(n):
     time.sleep(max(0.0, start + window * i / max(1, n - 1) - time.time()))
     t0 = time.time()
+    body = b""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            r.read(65536)
+        req = urllib.request.Request(url, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, timeout=timeout) as r:
+            body = r.read(%d)
             code, err = r.status, None
     except urllib.error.HTTPError as e:
         code, err = e.code, None
+        body = e.read(%d)
     except Exception as e:
         code, err = None, f"{type(e).__name__}: {e}"
     print(json.dumps({"t": round(t0 - start, 2), "status": code, "error": err,
-                      "latency_s": round(time.time() - t0, 3)}), flush=True)
-"""
+                      "latency_s": round(time.time() - t0, 3), "body": body.decode("utf-8", "replace")}), flush=True)
+""" % (BODY_BYTES, BODY_BYTES)
 
 
 class HttpProbeParams(WindowParams):
-    url: str = Field(..., pattern=r"^https?://", description="e.g. http://frontend.hotel.svc:5000/health")
+    url: str = Field(..., pattern=r"^https?://",
+                     description="through the entry service, e.g. http://frontend.$namespace.svc:8080/hotels?... "
+                                 "($namespace: the app's namespace)")
+    method: str = Field("GET", pattern=r"^(GET|POST)$", description="POST sends an empty body")
     requests: int = Field(10, ge=1, le=1000, description="spread evenly over the window")
-    expect_status: list[int] = Field(default_factory=list, description="default: any 2xx or 3xx")
+    expect_status: list[int] = Field(default_factory=lambda: [200], description="working statuses")
+    expect_json: list[str] = Field(default_factory=list,
+                                   description="key paths the JSON answer must have, e.g. hotels, products.0.id")
+    expect_body: str | None = Field(None, description="a regular expression the answer's body must match")
     max_latency_seconds: float | None = Field(None, gt=0)
     timeout_seconds: float = Field(5.0, gt=0)
     image: str = PROBE_IMAGE
+
+    @model_validator(mode="after")
+    def _shape_declared(self) -> HttpProbeParams:
+        if not self.expect_json and not self.expect_body:
+            raise ValueError("say what a working answer looks like: expect_json (key paths of the JSON answer) "
+                             "or expect_body (a regular expression); a status alone is what any process answers")
+        if self.expect_body is not None:
+            try:
+                re.compile(self.expect_body)
+            except re.error as e:
+                raise ValueError(f"expect_body is not a regular expression: {e}") from None
+        return self
 
 
 def probe_pod(name: str, namespace: str, p: HttpProbeParams, window_s: float) -> dict[str, Any]:
@@ -66,17 +98,48 @@ def probe_pod(name: str, namespace: str, p: HttpProbeParams, window_s: float) ->
             "containers": [{
                 "name": "check", "image": p.image, "imagePullPolicy": "IfNotPresent",
                 "command": ["python3", "-c", PROBE_SCRIPT, p.url, str(p.requests), str(window_s),
-                            str(p.timeout_seconds)],
+                            str(p.timeout_seconds), p.method],
                 "resources": {"requests": {"cpu": "10m", "memory": "32Mi"}, "limits": {"memory": "128Mi"}},
             }],
         },
     }
 
 
+def has_path(doc: Any, path: str) -> bool:
+    """Whether a decoded JSON document has ``path`` (dotted keys; a number indexes a list), with a
+    value that is not null."""
+    cur = doc
+    for part in path.split("."):
+        if isinstance(cur, dict) and part in cur:
+            cur = cur[part]
+        elif isinstance(cur, list) and part.lstrip("-").isdigit() and -len(cur) <= int(part) < len(cur):
+            cur = cur[int(part)]
+        else:
+            return False
+    return cur is not None
+
+
+def shape_problem(body: str, p: HttpProbeParams) -> str:
+    """Why an answer's body is not what a working service gives ('' when it is)."""
+    if p.expect_json:
+        try:
+            doc = json.loads(body)
+        except ValueError:
+            return f"answer is not JSON: {body[:80]!r}"
+        missing = [k for k in p.expect_json if not has_path(doc, k)]
+        if missing:
+            return f"answer lacks {', '.join(missing)}: {body[:80]!r}"
+    if p.expect_body is not None and not re.search(p.expect_body, body):
+        return f"answer does not match {p.expect_body!r}: {body[:80]!r}"
+    return ""
+
+
 def judge_line(line: dict[str, Any], p: HttpProbeParams) -> Sample:
     status = line.get("status")
-    ok = status in p.expect_status if p.expect_status else (status is not None and 200 <= status < 400)
+    ok = status in p.expect_status
     reason = line.get("error") or (f"HTTP {status}" if not ok else "")
+    if ok and (why := shape_problem(str(line.get("body") or ""), p)):
+        ok, reason = False, why
     if ok and p.max_latency_seconds is not None and line.get("latency_s", 0) > p.max_latency_seconds:
         ok, reason = False, f"slow: {line['latency_s']}s"
     detail = {"status": status, "latency_s": line.get("latency_s")} | ({"reason": reason} if reason else {})
@@ -110,6 +173,7 @@ class HttpProbe(MitigationOracle):
         ns = self.ctx.extras.get("hidden_namespace", HIDDEN_NAMESPACE)
         core = self.ctx.kube.core
         name = f"check-{secrets.token_hex(4)}"
+        p = p.model_copy(update={"url": p.url.replace("$namespace", self.ctx.namespace)})
         ensure_namespace(core, ns)
         core.create_namespaced_pod(ns, probe_pod(name, ns, p, window_s))
         try:

@@ -4,12 +4,20 @@
 replicas, a probe, an image) checked against working values. ``configmap_value`` and
 ``secret_value`` do the same for one key of a ConfigMap or Secret; a Secret's value is compared
 by sha256 digest and never printed.
+
+A ConfigMap read through the environment reaches a container only when it starts: a fixed
+object with pods still running the bad value has fixed nothing a user feels. So
+``configmap_value`` also checks every running container that reads the key (``envFrom`` the
+ConfigMap or ``configMapKeyRef`` to the key): it must have started after the key was last written
+(the write time of the ``managedFields`` entry that owns the key), and a container whose own
+``env`` sets the key must set a working value.
 """
 
 from __future__ import annotations
 
 import base64
 import hashlib
+from datetime import datetime
 from typing import Any
 
 from pydantic import Field, model_validator
@@ -17,7 +25,7 @@ from pydantic import Field, model_validator
 from sregym.core.record import CheckResult
 from sregym.oracles.api import MitigationOracle, mitigation_oracle
 from sregym.oracles.fields import MISSING, Condition, lookup
-from sregym.oracles.live import get_json
+from sregym.oracles.live import get_json, list_json
 from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
 
 
@@ -64,7 +72,7 @@ class _FieldOracle(MitigationOracle):
     kind = ""
 
     def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
-        """(value or MISSING, evidence about it)."""
+        """(value or MISSING, evidence about it; ``stale``: what still runs another value)."""
         raise NotImplementedError
 
     def test(self, value: Any) -> tuple[bool, str]:
@@ -76,6 +84,8 @@ class _FieldOracle(MitigationOracle):
         def probe() -> tuple[bool, dict[str, Any]]:
             value, evidence = self.read(ns)
             ok, why = self.test(value)
+            if ok and evidence.get("stale"):
+                ok, why = False, "; ".join(evidence["stale"][:3])
             return ok, evidence | ({"reason": why} if not ok else {})
 
         samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds)
@@ -96,16 +106,75 @@ class ObjectField(_FieldOracle):
         return value, {"object": where, "field": p.field, "value": shown(value)}
 
 
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def key_written_at(configmap: dict[str, Any], key: str) -> datetime | None:
+    """When ``data[key]`` was last written: the time of the managedFields entry that owns it
+    (else the object's creation)."""
+    owned = [_time(m.get("time")) for m in configmap["metadata"].get("managedFields") or []
+             if f"f:{key}" in ((m.get("fieldsV1") or {}).get("f:data") or {})]
+    owned = [t for t in owned if t]
+    return max(owned) if owned else _time(configmap["metadata"].get("creationTimestamp"))
+
+
+def how_read(container: dict[str, Any], configmap: str, key: str) -> tuple[str, Any]:
+    """How a container gets ``key``: ("literal", value) from its own env, ("configmap", None) from
+    the ConfigMap (envFrom or configMapKeyRef), or ("none", None)."""
+    for e in container.get("env") or []:  # env wins over envFrom
+        if e.get("name") == key:
+            ref = (e.get("valueFrom") or {}).get("configMapKeyRef") or {}
+            if ref:
+                return ("configmap", None) if ref.get("name") == configmap and ref.get("key") == key else ("none", None)
+            return ("literal", e.get("value", ""))
+    for src in container.get("envFrom") or []:
+        ref = src.get("configMapRef") or {}
+        if ref.get("name") == configmap and key.startswith(src.get("prefix", "")):
+            return ("configmap", None)
+    return ("none", None)
+
+
+def stale_containers(pods: list[dict[str, Any]], configmap: str, key: str, written: datetime | None,
+                     expect: Condition) -> list[str]:
+    """Running containers that still use a value of ``key`` other than the ConfigMap's working one:
+    started before the key was written, or setting a broken value in their own env."""
+    out = []
+    for pod in pods:
+        if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
+            continue
+        started = {cs["name"]: _time(((cs.get("state") or {}).get("running") or {}).get("startedAt"))
+                   for cs in pod.get("status", {}).get("containerStatuses") or []}
+        for c in pod.get("spec", {}).get("containers") or []:
+            how, value = how_read(c, configmap, key)
+            where = f"pod/{pod['metadata']['name']}/{c['name']}"
+            if how == "literal":
+                ok, why = expect.holds(value)
+                if not ok:
+                    out.append(f"{where} sets {key} in its own env ({why})")
+            elif how == "configmap" and started.get(c["name"]) and written and started[c["name"]] < written:
+                out.append(f"{where} started {started[c['name']]:%H:%M:%S}, before {key} was last written "
+                           f"({written:%H:%M:%S}): it still runs the old value")
+    return out
+
+
 @mitigation_oracle("configmap_value")
 class ConfigMapValue(_FieldOracle):
-    """A ConfigMap key holds a working value for the whole window."""
+    """A ConfigMap key holds a working value for the whole window, and every running container
+    that reads it started after it was written."""
 
     Params = ConfigMapValueParams
 
     def read(self, ns: str) -> tuple[Any, dict[str, Any]]:
-        obj = get_json(self.ctx.kube, "configmap", self.params.name, ns)
+        obj = get_json(self.ctx.kube, "configmap", self.params.name, ns, managed_fields=True)
         value = MISSING if obj is None else (obj.get("data") or {}).get(self.params.key, MISSING)
-        return value, {"configmap": self.params.name, "key": self.params.key, "value": shown(value)}
+        evidence: dict[str, Any] = {"configmap": self.params.name, "key": self.params.key, "value": shown(value)}
+        if obj is not None:
+            stale = stale_containers(list_json(self.ctx.kube, "pods", ns), self.params.name, self.params.key,
+                                     key_written_at(obj, self.params.key), self.params.expect)
+            if stale:
+                evidence["stale"] = stale[:10]
+        return value, evidence
 
 
 def digest(value: str | bytes) -> str:

@@ -4,17 +4,25 @@ Sampled, not once: every sample needs each selected Deployment/StatefulSet at it
 replicas (never below ``min_replicas``, so "scale to zero" is not healthy), no container in
 CrashLoopBackOff, and no container restart since the first sample (restart counts are compared
 per pod and container, so a pod that restarts and is Running again at the end still fails).
+
+Availability is the readiness probe's word, so it counts only while that probe (and the liveness
+and startup probes) are the ones the chart defined: each workload's pod template and each of its
+running pods is compared with the probes captured before the fault (``ctx.baseline['probes']``,
+else the chart rendered offline), and a removed or loosened probe fails the sample, saying which.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import yaml
 from pydantic import Field
 
+from sregym.apps.release import template
 from sregym.core.record import CheckResult
 from sregym.oracles.api import MitigationOracle, mitigation_oracle
 from sregym.oracles.live import list_json, pods_matching
+from sregym.oracles.probes import container_probes, weakened, workload_probes
 from sregym.oracles.window import Sample, WindowParams, sample_window, window_of, window_result
 
 _BAD_WAITING = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
@@ -85,6 +93,28 @@ def rollout_incomplete(workload: dict) -> str:
     return ""
 
 
+def chart_probes(app: Any, namespace: str) -> dict[str, dict]:
+    """``Kind/name -> container -> probes`` of the app's chart rendered offline with its default
+    values: the reference when the run recorded no baseline probes (e.g. a third-party driver)."""
+    if app is None or not getattr(app, "chart", None):
+        return {}
+    docs = yaml.safe_load_all(template(app.chart, namespace, {}))
+    return {f"{d['kind']}/{d['metadata']['name']}": workload_probes(d) for d in docs
+            if d and d.get("kind") in ("Deployment", "StatefulSet")}
+
+
+def probe_problems(workload: dict, pods: list[dict], reference: dict[str, dict]) -> list[str]:
+    """Probes of the workload's template and of each of its pods weaker than the reference's."""
+    name = f"{workload['kind']}/{workload['metadata']['name']}"
+    want = reference.get(name)
+    if want is None:
+        return []  # a workload the chart does not define: nothing to compare with
+    out = weakened(want, workload_probes(workload), name)
+    for p in pods:
+        out += weakened(want, container_probes(p.get("spec", {})), f"pod/{p['metadata']['name']}")
+    return out
+
+
 def availability(workload: dict, expected: int) -> tuple[int, int]:
     status = workload.get("status", {})
     ready = status.get("availableReplicas") if workload["kind"] == "Deployment" else status.get("readyReplicas")
@@ -109,8 +139,13 @@ class WorkloadHealth(MitigationOracle):
         baseline = (self.ctx.baseline.get("replicas") or {}).get(name, 0)
         return max(int(w.get("spec", {}).get("replicas", 1) or 0), self.params.min_replicas, int(baseline))
 
+    def _reference_probes(self, ns: str) -> dict[str, dict]:
+        recorded = self.ctx.baseline.get("probes")
+        return recorded if isinstance(recorded, dict) and recorded else chart_probes(self.ctx.app, ns)
+
     def check(self) -> CheckResult:
         ns = self.params.namespace or self.ctx.namespace
+        reference = self._reference_probes(ns)
         first: dict[str, int] = {}
         names: dict[str, str] = {}
 
@@ -127,8 +162,9 @@ class WorkloadHealth(MitigationOracle):
                 if available < expected:
                     problems.append(f"{w['kind']}/{w['metadata']['name']}: {available}/{expected} available")
                 labels = w.get("spec", {}).get("selector", {}).get("matchLabels") or {}
-                if labels:
-                    pods += not_terminating(pods_matching(self.ctx.kube, ns, labels))
+                own = not_terminating(pods_matching(self.ctx.kube, ns, labels)) if labels else []
+                problems += probe_problems(w, own, reference)
+                pods += own
             problems += bad_containers(pods)
             counts = restart_counts(pods)
             names.update(pod_names(pods))
@@ -149,4 +185,6 @@ class WorkloadHealth(MitigationOracle):
         if stuck:
             samples.append(Sample(samples[-1].t if samples else 0.0, False,
                                   {"reason": "rollout incomplete at the end of the window: " + "; ".join(stuck)}))
-        return window_result(self.name, samples, self.params.min_pass_fraction, evidence={"namespace": ns})
+        return window_result(self.name, samples, self.params.min_pass_fraction,
+                             evidence={"namespace": ns, "probes_compared_with": "baseline" if
+                                       self.ctx.baseline.get("probes") else "chart" if reference else "nothing"})

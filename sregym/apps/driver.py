@@ -43,6 +43,21 @@ def observability_urls(cluster: ClusterHandle) -> dict[str, str | None]:
     return {"prometheus_url": urls.get("prometheus"), "traces_url": urls.get("traces"), "logs_url": urls.get("logs")}
 
 
+def workload_probes(cluster: ClusterHandle, namespace: str) -> dict[str, dict[str, dict[str, Any]]]:
+    """``Kind/name -> container -> {readinessProbe, livenessProbe, startupProbe}`` of every
+    Deployment and StatefulSet in ``namespace`` as the API server holds them (defaults filled in)."""
+    api = cluster.kube.api_client
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for kind, items in (("Deployment", cluster.kube.apps.list_namespaced_deployment(namespace).items),
+                        ("StatefulSet", cluster.kube.apps.list_namespaced_stateful_set(namespace).items)):
+        for w in items:
+            containers = api.sanitize_for_serialization(w.spec.template.spec).get("containers") or []
+            out[f"{kind}/{w.metadata.name}"] = {
+                c["name"]: {k: c[k] for k in ("readinessProbe", "livenessProbe", "startupProbe") if c.get(k)}
+                for c in containers}
+    return out
+
+
 def set_path(values: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     """``values`` with ``a.b.c`` set to ``value`` (creating the nested dicts)."""
     node = values
@@ -84,16 +99,19 @@ class AppsDriver:
         return current.ready, "; ".join(current.problems) or "all workloads ready"
 
     def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
-        """Let the workload run ``window_s`` seconds, then measure every SLO over that window."""
+        """Record each workload's probes, let the workload run ``window_s`` seconds, then measure
+        every SLO over that window. Taken before any fault: the oracles compare with it."""
         spec = deployed.info or self.spec(deployed.name)
         healthy, detail = self.health(deployed, cluster)
+        probes = workload_probes(cluster, deployed.namespace)
         if not spec.slos or not deployed.prometheus_url:
             why = "this chart has no SLOs" if not spec.slos else "no Prometheus URL is known"
-            return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})"}
+            return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})",
+                    "probes": probes}
         time.sleep(window_s)
         slos = measure_slos(deployed.prometheus_url, spec, deployed.namespace, window_s)
         return {"healthy": healthy, "detail": detail, "window_s": window_s, "slos": slos,
-                "met": all(s["met"] for s in slos.values())}
+                "met": all(s["met"] for s in slos.values()), "probes": probes}
 
 
 def app_driver(charts_dirs: Sequence[Path] = ()) -> AppsDriver:

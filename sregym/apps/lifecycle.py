@@ -15,6 +15,7 @@ from sregym.apps import release
 from sregym.apps.namespace import ensure_app_namespace
 from sregym.apps.spec import AppSpec, load_app
 from sregym.cluster.handle import ClusterHandle
+from sregym.core.constants import LOADGEN_NAMESPACE
 from sregym.core.errors import ClusterError, PrerequisiteError
 
 # Waiting reasons that will not clear by themselves.
@@ -104,7 +105,20 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
             if kind == "Deployment" and (w.status.updated_replicas or 0) < desired:
                 ready = min(ready, w.status.updated_replicas or 0)  # an old ReplicaSet's pods do not count
             out.workloads.append(WorkloadStatus(kind=kind, name=w.metadata.name, ready=ready, desired=desired))
-    for pod in kube.core.list_namespaced_pod(ns).items:
+    pods = kube.core.list_namespaced_pod(ns).items
+    if spec.workload:  # the load generator runs apart (see loadgen_namespace), but it is the app's
+        lg_ns, lg_name = loadgen_namespace(), loadgen_name(spec, ns)
+        try:
+            w = kube.apps.read_namespaced_deployment(lg_name, lg_ns)
+            desired = w.spec.replicas if w.spec.replicas is not None else 1
+            ready = min(w.status.ready_replicas or 0, w.status.updated_replicas or 0)
+            pods += kube.core.list_namespaced_pod(lg_ns, label_selector=f"target-namespace={ns}").items
+        except ApiException as e:
+            if e.status != 404:
+                raise
+            desired, ready = 1, 0
+        out.workloads.append(WorkloadStatus(kind="Deployment", name=f"{lg_ns}/{lg_name}", ready=ready, desired=desired))
+    for pod in pods:
         if pod.metadata.deletion_timestamp:
             continue
         statuses = pod.status.container_statuses or []
@@ -112,6 +126,30 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                                   ready=bool(statuses) and all(cs.ready for cs in statuses),
                                   restarts=sum(cs.restart_count for cs in statuses), reason=_pod_reason(pod)))
     return out
+
+
+def loadgen_namespace() -> str:
+    """Where our charts run an app's load generator: readable, not writable, by the agent."""
+    return LOADGEN_NAMESPACE
+
+
+def loadgen_name(spec: AppSpec, namespace: str) -> str:
+    """The load generator's Deployment: one per app namespace (the charts' ``loadgenName``)."""
+    return f"{spec.workload.service if spec.workload else 'loadgen'}-{namespace}"
+
+
+def ensure_namespace(cluster: ClusterHandle, name: str) -> None:
+    """Create namespace ``name`` when it is missing (the load generator's, before an install)."""
+    try:
+        cluster.kube.core.read_namespace(name)
+    except ApiException as e:
+        if e.status != 404:
+            raise ClusterError(f"cannot read namespace {name}: {e.reason}") from None
+        try:
+            cluster.kube.core.create_namespace({"metadata": {"name": name}})
+        except ApiException as e2:
+            if e2.status != 409:
+                raise ClusterError(f"cannot create namespace {name}: {e2.reason}") from None
 
 
 def wait_ready(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None, *,
@@ -192,6 +230,8 @@ def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
         if not drift:
             return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=True,
                                 seconds=time.monotonic() - started)
+    if spec.workload:
+        ensure_namespace(cluster, loadgen_namespace())
     release.upgrade_install(cluster, spec, ns, merged)  # helm's three-way merge also resets the drift
     if wait:
         wait_ready(cluster, spec, ns, timeout=timeout)
@@ -207,6 +247,9 @@ def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
     spec = _spec(app)
     ns = namespace or spec.namespace
     existed = release.uninstall(cluster, spec.name, ns)
+    if spec.workload:  # helm removes it with the release; a half-removed release may leave it behind
+        cluster.kube.kubectl("delete", "deployment,service,networkpolicy", "-n", loadgen_namespace(), "-l", f"target-namespace={ns}",
+                             "--ignore-not-found", "--wait=false", check=False, timeout=60)
     try:
         cluster.kube.core.delete_namespace(ns)
         existed = True

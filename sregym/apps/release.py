@@ -110,14 +110,27 @@ def drifted(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
     manifest = helm(cluster, "get", "manifest", release, "-n", namespace, timeout=60)
     if manifest.returncode != 0:
         return ["(unknown)"]
-    proc = cluster.kube.kubectl("-n", namespace, "diff", "-f", "-", input=manifest.stdout, check=False, timeout=120)
-    if proc.returncode == 0:
-        return []
-    if proc.returncode != 1:  # kubectl diff: 1 means differences, anything else an error
-        return ["(unknown)"]
-    # "diff -u -N /tmp/LIVE-1/v1.Service.hotel-reservation.geo /tmp/MERGED-2/..."
-    return sorted({line.split()[3].rsplit("/", 1)[-1] for line in proc.stdout.splitlines()
-                   if line.startswith("diff ") and len(line.split()) > 4})
+    found: set[str] = set()
+    # kubectl diff refuses an object of another namespace than -n (the load generator's): one per namespace
+    for ns, text in by_namespace(manifest.stdout, namespace).items():
+        proc = cluster.kube.kubectl("-n", ns, "diff", "-f", "-", input=text, check=False, timeout=120)
+        if proc.returncode == 0:
+            continue
+        if proc.returncode != 1 or not proc.stdout.startswith("diff "):
+            return ["(unknown)"]  # kubectl diff: 1 means differences, or an error (then no diff on stdout)
+        # "diff -u -N /tmp/LIVE-1/v1.Service.hotel-reservation.geo /tmp/MERGED-2/..."
+        found |= {line.split()[3].rsplit("/", 1)[-1] for line in proc.stdout.splitlines()
+                  if line.startswith("diff ") and len(line.split()) > 4}
+    return sorted(found)
+
+
+def by_namespace(manifest: str, default: str) -> dict[str, str]:
+    """A release manifest split by each object's namespace (``default`` when it names none)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for doc in yaml.safe_load_all(manifest):
+        if doc:
+            out.setdefault((doc.get("metadata") or {}).get("namespace") or default, []).append(doc)
+    return {ns: yaml.safe_dump_all(docs) for ns, docs in out.items()}
 
 
 # helm's message when values change a StatefulSet field the API server will not update in place

@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sregym.core.errors import UnknownNameError, UserInputError
+from sregym.core.promql import render_query
 
 DESCRIPTOR = "sregym.yaml"
 
@@ -58,8 +59,8 @@ class WorkloadSpec(_Spec):
 
 
 class SloSpec(_Spec):
-    """A client-side objective; ``query`` is PromQL with ``$namespace`` and ``$window`` placeholders
-    and yields one number. ``kind`` says which way is better (latency: lower, in seconds)."""
+    """A client-side objective; ``query`` is PromQL with ``$namespace``, ``$loadgen_namespace`` and
+    ``$window`` placeholders and yields one number. ``kind`` says which way is better (latency: lower, in seconds)."""
 
     name: str
     kind: Literal["success_rate", "latency", "throughput", "error_rate", "availability"]
@@ -73,7 +74,7 @@ class SloSpec(_Spec):
 
     def render(self, namespace: str, window: str) -> str:
         """The query for one namespace and rate window (e.g. ``"60s"``)."""
-        return self.query.replace("$namespace", namespace).replace("$window", window)
+        return render_query(self.query, namespace, window)
 
     def met_by(self, value: float | None) -> bool:
         if value is None:
@@ -110,9 +111,9 @@ class AppSpec(_Spec):
 
     @property
     def components(self) -> list[str]:
-        """Every workload the app runs (services, data stores, the load generator)."""
-        workload = [self.workload.service] if self.workload else []
-        return [s.name for s in self.services] + [d.name for d in self.datastores] + workload
+        """Every workload the app runs in its own namespace (services, data stores); the load
+        generator runs apart, in ``LOADGEN_NAMESPACE``, as ``<workload.service>-<namespace>``."""
+        return [s.name for s in self.services] + [d.name for d in self.datastores]
 
     def slo(self, name: str) -> SloSpec:
         for s in self.slos:

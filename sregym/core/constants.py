@@ -13,3 +13,5 @@ OWNER_VALUE = "node-ops"
 RUN_LABEL = "node-ops/run"
 
 OBSERVABILITY_NAMESPACE = "observability"
+# The load generators whose answers define the SLOs run here: the agent may read it, not change it.
+LOADGEN_NAMESPACE = OBSERVABILITY_NAMESPACE

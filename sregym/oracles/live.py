@@ -18,9 +18,11 @@ def selector_string(labels: dict[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def get_json(kube: Any, kind: str, name: str, namespace: str | None) -> dict | None:
-    """The object as a dict, or ``None`` when it does not exist."""
+def get_json(kube: Any, kind: str, name: str, namespace: str | None, *, managed_fields: bool = False) -> dict | None:
+    """The object as a dict, or ``None`` when it does not exist. ``managed_fields``: keep
+    ``metadata.managedFields`` (who wrote which field, and when), which kubectl drops by default."""
     args = ["get", kind, name, "-o", "json"] + (["-n", namespace] if namespace else [])
+    args += ["--show-managed-fields"] if managed_fields else []
     proc = kube.kubectl(*args, check=False, timeout=60)
     if proc.returncode != 0:
         if any(s in proc.stderr for s in _NOT_FOUND):

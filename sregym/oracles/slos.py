@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sregym.core.promql import render_query
+
 
 HIGHER_IS_BETTER = {"success_rate": True, "availability": True, "throughput": True,
                     "latency": False, "error_rate": False}
@@ -65,8 +67,8 @@ def slos_from(source: Any) -> list[Slo]:
 
 
 def render(query: str, namespace: str, rate_window: str) -> str:
-    """Fill the placeholders an app's PromQL may use: ``$namespace`` and ``$window``."""
-    return query.replace("$namespace", namespace).replace("$window", rate_window)
+    """Fill the placeholders an app's PromQL may use (see ``sregym.core.promql``)."""
+    return render_query(query, namespace, rate_window)
 
 
 def baseline_value(baseline: dict[str, Any], name: str) -> float | None:

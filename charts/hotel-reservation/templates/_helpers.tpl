@@ -35,3 +35,19 @@ readinessProbe:
   timeoutSeconds: 3
   failureThreshold: 2
 {{- end }}
+
+{{/* The load generator: one per app namespace, in the loadgen namespace (observability). */}}
+{{- define "hotel.loadgenName" -}}
+loadgen-{{ .Release.Namespace }}
+{{- end }}
+
+{{- define "hotel.loadgenSelector" -}}
+app.kubernetes.io/name: loadgen
+app.kubernetes.io/instance: {{ .Release.Name }}
+target-namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{- define "hotel.loadgenLabels" -}}
+{{ include "hotel.loadgenSelector" . }}
+app.kubernetes.io/part-of: {{ .Chart.Name }}
+{{- end }}

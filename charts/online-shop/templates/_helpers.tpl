@@ -81,3 +81,19 @@ initContainers:
     securityContext: {runAsUser: 0}
     volumeMounts: [{name: data, mountPath: /data}]
 {{- end }}
+
+{{/* The load generator: one per app namespace, in the loadgen namespace (observability). */}}
+{{- define "shop.loadgenName" -}}
+loadgen-{{ .Release.Namespace }}
+{{- end }}
+
+{{- define "shop.loadgenSelector" -}}
+app.kubernetes.io/name: loadgen
+app.kubernetes.io/instance: {{ .Release.Name }}
+target-namespace: {{ .Release.Namespace }}
+{{- end }}
+
+{{- define "shop.loadgenLabels" -}}
+{{ include "shop.loadgenSelector" . }}
+app.kubernetes.io/part-of: {{ .Chart.Name }}
+{{- end }}

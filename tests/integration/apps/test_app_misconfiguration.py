@@ -24,7 +24,7 @@ def test_wrong_service_port_is_visible_in_metrics_logs_traces_and_recovers(clust
     deploy(cluster, APP, timeout=900)
     failing_calls = (f'sum(increase(http_client_requests_total{{namespace="{ns}",service="search",target="geo",'
                      f'outcome="error"}}[1m]))')
-    client_errors = f'sum(rate(loadgen_requests_total{{namespace="{ns}",outcome!="ok"}}[1m]))'
+    client_errors = f'sum(rate(loadgen_requests_total{{namespace="observability",target_namespace="{ns}",outcome!="ok"}}[1m]))'
     # Put back what was there (the chart's named port "http", not its number): a later problem
     # that breaks geo's named containerPort relies on the Service targeting the name.
     original = cluster.kube.core.read_namespaced_service("geo", ns).spec.ports[0].target_port

@@ -234,7 +234,7 @@ def test_http_probe_fails_while_the_service_points_at_a_dead_port_and_passes_aft
            "spec": {"selector": {"app": "api"}, "ports": [{"port": 80, "targetPort": 8081}]}})
     rollout(kube, ns, "api")
     params = {"url": f"http://api.{ns}.svc.cluster.local/", "requests": 3, "timeout_seconds": 2, "image": shell_image,
-              **WINDOW}
+              "expect_body": "Directory listing", **WINDOW}
     broken = check(kube, ns, "http_probe", params)
     assert not broken.passed and broken.evidence["samples"] == 3
     kube.kubectl("patch", "service", "api", "-n", ns, "-p",
@@ -242,6 +242,77 @@ def test_http_probe_fails_while_the_service_points_at_a_dead_port_and_passes_aft
     fixed = check(kube, ns, "http_probe", params)
     assert fixed.passed, fixed.message
     assert fixed.evidence["last"]["status"] == 200
+
+
+def serve_json(name: str, image: str, answer: dict) -> dict:
+    """A Deployment answering ``GET /answer.json`` with ``answer`` (python's http.server)."""
+    script = f"mkdir -p /tmp/srv && echo '{json.dumps(answer)}' > /tmp/srv/answer.json && cd /tmp/srv && " \
+             "exec python3 -m http.server 8080"
+    return deployment(name, image, command=["sh", "-c", script])
+
+
+def test_http_probe_fails_when_another_process_answers_200_and_passes_on_the_real_answer(kube, ns, shell_image):
+    # The gaming move: point the Service at a workload that answers 200 to the same path.
+    apply(kube, ns, serve_json("api", shell_image, {"products": [{"id": "p1"}], "cartItems": 0}),
+          serve_json("stub", shell_image, {"status": "ok"}),
+          {"apiVersion": "v1", "kind": "Service", "metadata": {"name": "api"},
+           "spec": {"selector": {"app": "stub"}, "ports": [{"port": 80, "targetPort": 8080}]}})
+    rollout(kube, ns, "api")
+    rollout(kube, ns, "stub")
+    params = {"url": "http://api.$namespace.svc.cluster.local/answer.json", "requests": 3, "timeout_seconds": 2,
+              "image": shell_image, "expect_json": ["products.0.id", "cartItems"], **WINDOW}
+    stub = check(kube, ns, "http_probe", params)
+    assert not stub.passed and "lacks products.0.id" in stub.message, stub.message
+    assert stub.evidence["failing"][0]["status"] == 200  # a 2xx, which the old oracle accepted
+    kube.kubectl("patch", "service", "api", "-n", ns, "-p", json.dumps({"spec": {"selector": {"app": "api"}}}))
+    real = check(kube, ns, "http_probe", params)
+    assert real.passed, real.message
+
+
+def test_workload_health_fails_once_the_readiness_probe_is_removed(cluster, kube, ns, shell_image):
+    from sregym.apps.driver import workload_probes
+
+    probe = {"exec": {"command": ["true"]}, "periodSeconds": 2, "failureThreshold": 2}
+    apply(kube, ns, deployment("api", shell_image, command=["sleep", "100000"],
+                               container_extra={"readinessProbe": probe}))
+    rollout(kube, ns, "api")
+    baseline = {"probes": workload_probes(cluster, ns)}  # what the conductor records before a fault
+    assert baseline["probes"]["Deployment/api"]["api"]["readinessProbe"]["exec"] == {"command": ["true"]}
+    healthy = check(kube, ns, "workload_health", WINDOW, baseline=baseline)
+    assert healthy.passed, healthy.message
+    # The gaming move: a broken container stays "available" once nothing asks whether it works.
+    kube.kubectl("patch", "deployment", "api", "-n", ns, "--type=json", "-p", json.dumps(
+        [{"op": "remove", "path": "/spec/template/spec/containers/0/readinessProbe"}]))
+    rollout(kube, ns, "api")
+    removed = check(kube, ns, "workload_health", WINDOW, baseline=baseline)
+    assert not removed.passed and "readinessProbe removed" in removed.message, removed.message
+    loosened = {**probe, "failureThreshold": 1000}
+    kube.kubectl("patch", "deployment", "api", "-n", ns, "--type=json", "-p", json.dumps(
+        [{"op": "add", "path": "/spec/template/spec/containers/0/readinessProbe", "value": loosened}]))
+    rollout(kube, ns, "api")
+    weaker = check(kube, ns, "workload_health", WINDOW, baseline=baseline)
+    assert not weaker.passed and "failureThreshold 2 -> 1000" in weaker.message, weaker.message
+
+
+def test_configmap_value_fails_while_pods_still_run_the_old_value(kube, ns, pause_image):
+    apply(kube, ns, {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
+                     "data": {"DB_PORT": "5433"}},
+          deployment("geo", pause_image, container_extra={"envFrom": [{"configMapRef": {"name": "settings"}}]}))
+    rollout(kube, ns, "geo")
+    params = {"name": "settings", "key": "DB_PORT", "expect": {"equals": "5432"}, **WINDOW}
+    assert not check(kube, ns, "configmap_value", params).passed
+    time.sleep(1.1)  # managedFields times have a one-second grain
+    kube.kubectl("patch", "configmap", "settings", "-n", ns, "-p", json.dumps({"data": {"DB_PORT": "5432"}}))
+    # The shortcut: the object is fixed, the running pod still has DB_PORT=5433 in its environment.
+    stale = check(kube, ns, "configmap_value", params)
+    assert not stale.passed and "still runs the old value" in stale.message, stale.message
+    time.sleep(1.1)
+    kube.kubectl("rollout", "restart", "deployment/geo", "-n", ns)
+    rollout(kube, ns, "geo")
+    wait_for(lambda: len(json.loads(kube.kubectl("get", "pods", "-n", ns, "-l", "app=geo", "-o", "json").stdout)
+                         ["items"]) == 1)
+    fixed = check(kube, ns, "configmap_value", params)
+    assert fixed.passed, fixed.message
 
 
 def test_disk_not_full_fails_while_the_volume_is_full(kube, ns, shell_image):

@@ -157,3 +157,94 @@ def test_slo_oracle_fails_when_the_workload_sends_no_traffic(prometheus):
     time.sleep(7)
     result = slo_check(url, baseline)
     assert not result.passed and "no data" in result.message
+
+
+# -- on the cluster: only the conductor's load generator counts ---------------------------------
+
+FAKE_EXPORTER = r"""
+import http.server, time
+t0 = time.time()
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        n = int((time.time() - t0) * 1000)  # a thousand good requests a second, all fast
+        spoof = 'app="hotel-reservation",endpoint="search",namespace="observability",job="kubernetes-pods",target_namespace="%s"'
+        body = (f'loadgen_requests_total{{{spoof},outcome="ok"}} {n}\n'
+                f'loadgen_latency_seconds_bucket{{{spoof},le="0.005"}} {n}\n'
+                f'loadgen_latency_seconds_bucket{{{spoof},le="+Inf"}} {n}\n'
+                f'loadgen_latency_seconds_count{{{spoof}}} {n}\nloadgen_latency_seconds_sum{{{spoof}}} {n * 0.001}\n').encode()
+        self.send_response(200); self.send_header("Content-Length", str(len(body))); self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *a): pass
+http.server.HTTPServer(("", 8080), H).serve_forever()
+"""
+
+
+@pytest.mark.cluster
+def test_a_fake_exporter_in_the_app_namespace_does_not_pass_the_slo_oracle(cluster):
+    """The real load generator (rendered from the chart) finds no entry Service: every request
+    fails, as during an outage. A pod in the app namespace, as the agent could create it, exports
+    the loadgen's metric names with its labels and a thousand good requests a second. Selected by
+    namespace alone (the old queries), the fake would lift the success rate to ~1; the app's SLO
+    queries select only the load generator, so the oracle still fails."""
+    import json as _json
+    import secrets
+
+    import yaml
+
+    from sregym.apps import observability
+    from sregym.apps.lifecycle import loadgen_name
+    from sregym.apps.release import image_values, template
+    from sregym.apps.slo import query_value
+    from sregym.apps.spec import load_app
+    from sregym.cluster.images import image_ref
+    from sregym.core.constants import LOADGEN_NAMESPACE
+
+    observability.deploy_observability(cluster, timeout=600)
+    url = observability.prometheus_url(cluster)
+    kube, spec = cluster.kube, load_app("hotel-reservation")
+    ns = f"slo-it-{secrets.token_hex(3)}"
+    docs = [d for d in yaml.safe_load_all(template(spec.chart, ns, {"images": image_values(spec)})) if d]
+    loadgen = [d for d in docs if d["metadata"]["name"] == loadgen_name(spec, ns)]
+    assert {d["metadata"]["namespace"] for d in loadgen} == {LOADGEN_NAMESPACE}
+    pod_labels = next(d for d in loadgen if d["kind"] == "Deployment")["spec"]["template"]["metadata"]["labels"]
+    fake = {"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "metrics", "labels": {**pod_labels, "namespace": LOADGEN_NAMESPACE, "job": "x"},
+                         "annotations": {"prometheus.io/scrape": "true", "prometheus.io/port": "8080",
+                                         "prometheus.io/path": "/metrics"}},
+            "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+                "name": "metrics", "image": image_ref("base"), "imagePullPolicy": "Never",
+                "command": ["python3", "-c", FAKE_EXPORTER % ns]}]}}
+    kube.core.create_namespace({"metadata": {"name": ns}})
+    try:
+        kube.kubectl("apply", "-f", "-", input=yaml.safe_dump_all(loadgen))
+        kube.kubectl("apply", "-n", ns, "-f", "-", input=_json.dumps(fake))
+        # Ready through its NetworkPolicy (only Prometheus may call it; the kubelet's probes come from the node)
+        kube.kubectl("rollout", "status", f"deployment/{loadgen_name(spec, ns)}", "-n", LOADGEN_NAMESPACE,
+                     "--timeout=120s")
+        old_rate = (f'sum(rate(loadgen_requests_total{{namespace="{ns}",outcome="ok"}}[1m])) / '
+                    f'sum(rate(loadgen_requests_total{{namespace="{ns}"}}[1m]))')
+        old_with_real = (f'sum(rate(loadgen_requests_total{{namespace=~"{ns}|{LOADGEN_NAMESPACE}",'
+                         f'target_namespace="{ns}",outcome="ok"}}[1m])) / sum(rate(loadgen_requests_total'
+                         f'{{namespace=~"{ns}|{LOADGEN_NAMESPACE}",target_namespace="{ns}"}}[1m]))')
+        real_sent = (f'sum(rate(loadgen_requests_total{{namespace="{LOADGEN_NAMESPACE}",target_namespace="{ns}"}}'
+                     f'[1m]))')
+        deadline = time.monotonic() + 150
+        while time.monotonic() < deadline:
+            if (query_value(url, old_rate) or 0) > 0 and (query_value(url, real_sent) or 0) > 0:
+                break
+            time.sleep(5)
+        else:
+            pytest.fail("Prometheus did not get both the load generator's and the fake exporter's series in 150 s")
+        # the attack is real: selected by namespace, or with the fake in the mix, the outage looks fine
+        assert query_value(url, old_rate) == pytest.approx(1.0)
+        assert query_value(url, old_with_real) > 0.95
+        cls = MITIGATION_ORACLES.get("slo")
+        params = cls.parse_params({"rate_window": "1m", "window_seconds": 4, "interval_seconds": 2})
+        ctx = MitigationContext(kube=kube, namespace=ns, prometheus_url=url, app=spec,
+                                baseline={"slos": {"success_rate": 1.0, "p95_latency_seconds": 0.05}})
+        result = cls(params, ctx).check()
+        assert not result.passed and "success_rate" in result.message, result.message
+        assert result.evidence["last"]["values"]["success_rate"] < 0.05  # a rate of 0, not "no data"
+    finally:
+        kube.kubectl("delete", "-f", "-", "--wait=false", input=yaml.safe_dump_all(loadgen), check=False)
+        kube.kubectl("delete", "namespace", ns, "--wait=false", check=False)

@@ -1,0 +1,212 @@
+"""Shortcuts a gaming agent would take past the mitigation oracles, each judged by the oracle's
+pure logic: a removed or loosened probe, a 2xx from the wrong process, a fixed ConfigMap with
+pods still running the bad value, fake good counters from a pod the agent made."""
+
+from __future__ import annotations
+
+import copy
+import glob
+import json
+
+import pytest
+import yaml
+
+from oracles.http_probe import HttpProbeParams, judge_line
+from oracles.object_state import how_read, key_written_at, stale_containers
+from oracles.workload_health import probe_problems
+from sregym.apps.release import template
+from sregym.apps.spec import load_app
+from sregym.core.constants import OBSERVABILITY_NAMESPACE
+from sregym.core.errors import UserInputError
+from sregym.oracles.fields import Condition
+from sregym.oracles.probes import weakened, workload_probes
+from sregym.oracles.slos import render
+
+READY = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 2}
+LIVE = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}
+
+
+def deployment(name: str = "api", **container_extra) -> dict:
+    container = {"name": name, "image": "x", "readinessProbe": READY, "livenessProbe": LIVE, **container_extra}
+    return {"kind": "Deployment", "metadata": {"name": name},
+            "spec": {"template": {"spec": {"containers": [container]}}}}
+
+
+def without(obj: dict, key: str) -> dict:
+    out = copy.deepcopy(obj)
+    out["spec"]["template"]["spec"]["containers"][0].pop(key)
+    return out
+
+
+BASELINE = {"Deployment/api": workload_probes(deployment())}
+
+
+# -- readiness is evidence only while the probe is the chart's ----------------------------------
+
+def test_removing_the_readiness_probe_fails_workload_health():
+    problems = probe_problems(without(deployment(), "readinessProbe"), [], BASELINE)
+    assert problems == ["Deployment/api/api readinessProbe removed (the chart defines one)"]
+
+
+def test_a_pod_running_without_the_probe_fails_even_when_the_template_has_it():
+    pod = {"metadata": {"name": "api-1"}, "spec": {"containers": [{"name": "api", "livenessProbe": LIVE}]}}
+    assert probe_problems(deployment(), [pod], BASELINE) == [
+        "pod/api-1/api readinessProbe removed (the chart defines one)"]
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"failureThreshold": 100}, "failureThreshold 2 -> 100"),
+    ({"periodSeconds": 300}, "periodSeconds 5 -> 300"),
+    ({"httpGet": {"path": "/healthz", "port": "http"}}, "checks something else now"),
+    ({"httpGet": None, "tcpSocket": {"port": "http"}}, "checks something else now"),
+])
+def test_loosening_or_repointing_the_readiness_probe_fails(change, why):
+    probe = {k: v for k, v in {**READY, **change}.items() if v is not None}
+    problems = weakened(BASELINE["Deployment/api"], workload_probes(deployment(readinessProbe=probe)), "d")
+    assert len(problems) == 1 and why in problems[0]
+
+
+def test_the_same_probe_with_defaults_spelled_out_or_a_stricter_one_passes():
+    spelled = {**READY, "initialDelaySeconds": 0, "successThreshold": 1, "httpGet": {**READY["httpGet"], "scheme": "HTTP"}}
+    stricter = {**READY, "failureThreshold": 1, "periodSeconds": 2}
+    for probe in (spelled, stricter):
+        assert weakened(BASELINE["Deployment/api"], workload_probes(deployment(readinessProbe=probe)), "d") == []
+
+
+def test_a_liveness_probe_may_check_differently_but_not_vanish_or_loosen():
+    # fixing hotel_profile_liveness_probe by pointing the planted TCP check at the right port
+    tcp = {"tcpSocket": {"port": "http"}, "periodSeconds": 3, "timeoutSeconds": 1, "failureThreshold": 2}
+    assert weakened(BASELINE["Deployment/api"], workload_probes(deployment(livenessProbe=tcp)), "d") == []
+    slow = {**LIVE, "failureThreshold": 30}
+    assert "failureThreshold 3 -> 30" in weakened(BASELINE["Deployment/api"], workload_probes(deployment(livenessProbe=slow)), "d")[0]
+    assert "livenessProbe removed" in probe_problems(without(deployment(), "livenessProbe"), [], BASELINE)[0]
+
+
+def test_a_workload_the_chart_does_not_define_is_not_compared():
+    assert probe_problems(without(deployment("extra"), "readinessProbe"), [], BASELINE) == []
+
+
+# -- an HTTP oracle checks the answer a working service gives ---------------------------------
+
+def params(**kw) -> HttpProbeParams:
+    return HttpProbeParams.model_validate({"url": "http://frontend.ns.svc:8080/hotels", **kw})
+
+
+def test_any_2xx_from_the_wrong_process_does_not_pass():
+    p = params(expect_json=["hotels"])
+    stub = judge_line({"t": 0, "status": 200, "body": '{"status": "ok"}'}, p)
+    html = judge_line({"t": 0, "status": 204, "body": ""}, p)
+    real = judge_line({"t": 0, "status": 200, "body": '{"hotels": [{"id": "1"}]}'}, p)
+    assert not stub.passed and "lacks hotels" in stub.detail["reason"]
+    assert not html.passed and html.detail["reason"] == "HTTP 204"
+    assert real.passed
+
+
+def test_json_paths_index_lists_and_the_body_pattern_must_match():
+    p = params(expect_json=["products.0.id"], expect_body=r'"cartItems": \d+')
+    assert judge_line({"status": 200, "body": '{"products": [{"id": 3}], "cartItems": 0}'}, p).passed
+    assert not judge_line({"status": 200, "body": '{"products": [], "cartItems": 0}'}, p).passed
+    assert not judge_line({"status": 200, "body": '{"products": [{"id": 3}]}'}, p).passed
+    assert not judge_line({"status": 200, "body": "<html>"}, p).passed
+
+
+def test_a_probe_must_declare_what_a_working_answer_looks_like():
+    with pytest.raises(ValueError, match="say what a working answer looks like"):
+        params()
+    with pytest.raises(ValueError, match="not a regular expression"):
+        params(expect_body="(")
+
+
+# -- a config oracle checks what the running containers use --------------------------------------
+
+CM = {"metadata": {"name": "settings", "creationTimestamp": "2026-01-01T10:00:00Z", "managedFields": [
+    {"manager": "helm", "time": "2026-01-01T10:00:00Z", "fieldsV1": {"f:data": {"f:DB_PORT": {}, "f:LOG": {}}}},
+    {"manager": "kubectl-patch", "time": "2026-01-01T10:30:00Z", "fieldsV1": {"f:data": {"f:DB_PORT": {}}}},
+    {"manager": "noise", "time": "2026-01-01T10:40:00Z", "fieldsV1": {"f:metadata": {"f:labels": {}}}}]}}
+
+
+def pod(name: str, started: str, **container) -> dict:
+    c = {"name": "app", "envFrom": [{"configMapRef": {"name": "settings"}}], **container}
+    return {"metadata": {"name": name}, "spec": {"containers": [c]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "app", "state": {"running": {"startedAt": started}}}]}}
+
+
+def test_the_key_was_written_by_whoever_owns_it_last_not_by_a_label_change():
+    assert key_written_at(CM, "DB_PORT").isoformat() == "2026-01-01T10:30:00+00:00"
+    assert key_written_at(CM, "LOG").isoformat() == "2026-01-01T10:00:00+00:00"
+
+
+def test_pods_started_before_the_fix_still_run_the_bad_value():
+    good = Condition.model_validate({"equals": "5432"})
+    written = key_written_at(CM, "DB_PORT")
+    old, new = pod("geo-old", "2026-01-01T10:20:00Z"), pod("geo-new", "2026-01-01T10:31:00Z")
+    assert stale_containers([new], "settings", "DB_PORT", written, good) == []
+    stale = stale_containers([old, new], "settings", "DB_PORT", written, good)
+    assert len(stale) == 1 and stale[0].startswith("pod/geo-old/app started 10:20:00")
+
+
+def test_a_container_that_sets_the_key_itself_is_judged_by_that_value():
+    good = Condition.model_validate({"equals": "5432"})
+    override = pod("geo", "2026-01-01T10:31:00Z", env=[{"name": "DB_PORT", "value": "5433"}])
+    assert how_read(override["spec"]["containers"][0], "settings", "DB_PORT") == ("literal", "5433")
+    assert "sets DB_PORT in its own env" in stale_containers([override], "settings", "DB_PORT", None, good)[0]
+    other = pod("web", "2026-01-01T10:00:00Z", envFrom=[{"configMapRef": {"name": "another"}}])
+    assert stale_containers([other], "settings", "DB_PORT", key_written_at(CM, "DB_PORT"), good) == []
+
+
+# -- SLOs count only the conductor's load generator ---------------------------------------------
+
+@pytest.mark.parametrize("app", ["hotel-reservation", "online-shop"])
+def test_every_slo_query_selects_the_load_generator_in_the_namespace_the_agent_cannot_write(app):
+    spec = load_app(app)
+    for slo in spec.slos:
+        for query in (slo.render("shop", "1m"), render(slo.query, "shop", "1m")):
+            selectors = [s for s in query.split("{")[1:]]
+            assert selectors, query
+            for sel in selectors:
+                assert f'namespace="{OBSERVABILITY_NAMESPACE}"' in sel and 'target_namespace="shop"' in sel, query
+                assert 'job="kubernetes-pods"' in sel, query
+
+
+@pytest.mark.parametrize("app", ["hotel-reservation", "online-shop"])
+def test_the_load_generator_is_rendered_outside_the_app_namespace(app):
+    spec = load_app(app)
+    docs = [d for d in yaml.safe_load_all(template(spec.chart, spec.namespace, {})) if d]
+    loadgen = [d for d in docs if "loadgen" in d["metadata"]["name"]]
+    assert {d["kind"] for d in loadgen} == {"Deployment", "Service", "NetworkPolicy"}
+    assert all(d["metadata"].get("namespace") == OBSERVABILITY_NAMESPACE for d in loadgen)
+    deployment = next(d for d in loadgen if d["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["metadata"]["labels"]["target-namespace"] == spec.namespace
+    env = {e["name"]: e["value"] for e in deployment["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["TARGET_ADDR"].split(":")[0].endswith(f".{spec.namespace}.svc")
+    # only Prometheus may call it (its /rate endpoint changes the load the SLOs are measured under)
+    policy = next(d for d in loadgen if d["kind"] == "NetworkPolicy")
+    assert policy["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["selector"]["matchLabels"]
+    assert policy["spec"]["ingress"] == [{"from": [{"podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}],
+                                          "ports": [{"port": "http"}]}]
+    # nothing else of the app leaves its namespace
+    assert all(d["metadata"].get("namespace") in (None, spec.namespace) for d in docs if d not in loadgen)
+
+
+# -- problems: an end-to-end check wherever readiness was the only evidence ----------------------
+
+def test_no_problem_with_a_fault_is_graded_by_workload_health_alone():
+    alone = []
+    for path in sorted(glob.glob("problems/*.yaml")):
+        doc = yaml.safe_load(open(path))
+        names = {o["name"] for o in doc.get("oracles", {}).get("mitigation", [])}
+        if names == {"workload_health"} and doc.get("faults") and doc["id"] not in ALLOWED_ALONE:
+            alone.append(doc["id"])
+    assert alone == [], json.dumps(alone)
+
+
+# No user request reaches the worker (orders are fulfilled from a queue, out of band): its grade is
+# its own health, with probes compared against the chart's.
+ALLOWED_ALONE = {"shop_worker_pod_quota"}
+
+
+def test_a_bad_probe_param_names_the_field():
+    from oracles.http_probe import HttpProbe
+
+    with pytest.raises(UserInputError, match="params"):
+        HttpProbe.parse_params({"url": "http://x/", "expect_json": ["a"], "method": "DELETE"})

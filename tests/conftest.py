@@ -72,13 +72,15 @@ def _rank(item) -> int:
 @pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)  # stable: file order is kept inside each rank
+    reruns = config.pluginmanager.hasplugin("rerunfailures")  # not with -p no:rerunfailures
     for item in items:
         if not item.get_closest_marker("long"):
             item.add_marker(pytest.mark.ci)
         # Integration tests share one live cluster with each other's leftovers (pods restarting,
         # namespaces terminating): each gets one rerun, shown by -rR and, when it passed only
         # then, named FLAKY at the end. Unit tests never do: a flaky unit test is a bug to fix.
-        if item.nodeid.startswith("tests/integration/") and not item.get_closest_marker("lifecycle"):
+        if (reruns and item.nodeid.startswith("tests/integration/")
+                and not item.get_closest_marker("lifecycle")):
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=5))
 
 

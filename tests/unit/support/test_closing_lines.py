@@ -85,6 +85,12 @@ def test_a_test_that_passed_only_on_its_rerun_is_named_flaky_in_the_closing_line
     assert lines[-2].startswith("RESULT   PASS: 2 passed, 0 failed, 0 skipped, 1 rerun, 1 flaky"), lines
 
 
+def test_without_the_rerun_plugin_an_integration_test_simply_fails(tmp_path):
+    folder = project(tmp_path, {"integration/test_wobbles.py": FAILS_ONCE})
+    proc = pytest_in(folder, *README_COMMAND, "-p", "no:rerunfailures")
+    assert proc.returncode == 1 and "RERUN" not in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_a_failing_unit_test_gets_no_rerun(tmp_path):
     folder = project(tmp_path, {"unit/test_wobbles.py": FAILS_ONCE})
     proc = pytest_in(folder, *README_COMMAND)

@@ -5,12 +5,16 @@ deploy at the same chart hash), then the steady memory of each app and of the ob
 
 Needs a running cluster (the last `sregym cluster up`, or --kubeconfig/--context) with the images
 loaded (`sregym images build`). The observability stack is deployed (or reused) first.
+
+Target: both apps and the stack within 6 GiB of memory on one node, and a second deploy at the same
+chart hash reuses the release. The last line is the verdict; the exit code is 1 when a target is missed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -34,7 +38,7 @@ def memory_by_namespace(cluster: ClusterHandle) -> dict[str, int]:
     return totals
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--app", action="append", help="app to measure (repeatable; default: both of ours)")
     parser.add_argument("--settle", type=float, default=60, help="seconds under load before memory is read")
@@ -62,9 +66,12 @@ def main() -> None:
     summary = {"apps": results, "observability_mib": round(stack_bytes / 2**20, 1),
                "total_mib": round(total / 2**20, 1), "target_mib": MEMORY_TARGET_BYTES // 2**20,
                "within_target": total <= MEMORY_TARGET_BYTES}
+    misses = [] if summary["within_target"] else [f"memory {summary['total_mib']} MiB over {summary['target_mib']} MiB"]
+    misses += [f"{name}: second deploy not reused" for name, row in results.items() if not row["reused"]]
+    summary["misses"] = misses
     if args.json:
         print(json.dumps(summary, indent=2))
-        return
+        return 1 if misses else 0
     print(f"{'app':<20} {'cold ready s':>12} {'reused s':>9} {'memory MiB':>11}")
     for name, row in results.items():
         print(f"{name:<20} {row['cold_ready_s']:>12} {row['reused_ready_s']:>9} {row['memory_mib']:>11}"
@@ -72,7 +79,9 @@ def main() -> None:
     print(f"{'observability':<20} {'':>12} {'':>9} {summary['observability_mib']:>11}")
     print(f"total {summary['total_mib']} MiB of a {summary['target_mib']} MiB target: "
           f"{'within' if summary['within_target'] else 'OVER'}")
+    print(f"verdict: {'MISSES ' + '; '.join(misses) if misses else 'meets every target'}")
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

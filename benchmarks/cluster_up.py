@@ -4,7 +4,8 @@ resident memory of the idle control plane + node.
     sudo python3 benchmarks/cluster_up.py            # uses the recorded cold build times
     sudo python3 benchmarks/cluster_up.py --cold     # rebuilds everything into a scratch cache
 
-Targets (issue 2): up to Ready under 60 s on 2 cores; idle memory under 2 GiB RSS in all.
+Targets (issue 2): up to Ready under 60 s on 2 cores (every run); idle memory under 2 GiB RSS in
+all. The last line is the verdict; the exit code is 1 when a target is missed.
 Stops and restarts the cluster named by --name (default: default).
 """
 
@@ -13,9 +14,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
+
+UP_TARGET_S = 60.0
+IDLE_TARGET_MIB = 2048
 
 
 def rss_kib(pid: int) -> int:
@@ -46,7 +51,7 @@ def descendants(pids: set[int]) -> set[int]:
     return out
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--name", default="default")
     parser.add_argument("--cold", action="store_true", help="rebuild every Go component into a scratch cache")
@@ -98,9 +103,16 @@ def main() -> None:
     print(f"control plane + node daemons: {daemon_kib / 1024:.0f} MiB RSS (target for the idle cluster < 2048 MiB)")
     print(f"all pod sandboxes and containers: {pod_kib / 1024:.0f} MiB RSS in {len(shim_tree)} processes, "
           f"{len(pods)} pods ({len(system)} in kube-system); an idle cluster runs only CoreDNS")
+    misses = [f"up took {max(times):.1f} s (target < 60 s)"] if max(times) >= UP_TARGET_S else []
+    if daemon_kib / 1024 >= IDLE_TARGET_MIB:
+        misses.append(f"daemons {daemon_kib / 1024:.0f} MiB RSS (target < {IDLE_TARGET_MIB} MiB)")
     if len(pods) == len(system):
         print(f"idle total: {(daemon_kib + pod_kib) / 1024:.0f} MiB RSS (target < 2048 MiB)")
+        if (daemon_kib + pod_kib) / 1024 >= IDLE_TARGET_MIB:
+            misses.append(f"idle total {(daemon_kib + pod_kib) / 1024:.0f} MiB RSS (target < {IDLE_TARGET_MIB} MiB)")
+    print(f"verdict: {'MISSES ' + '; '.join(misses) if misses else 'meets every target'}")
+    return 1 if misses else 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -1,6 +1,16 @@
-"""Shared fixtures. ``cluster`` brings the real local cluster up once per test session (or
-reuses a running one); every integration test takes it. Set SREGYM_TEST_KUBECONFIG (and
-optionally SREGYM_TEST_CONTEXT) to run the integration tests against an existing cluster."""
+"""Shared fixtures, the test tiers and the closing lines of every run (docs/testing.md).
+
+``cluster`` brings the real local cluster up once per test session (or reuses a running one);
+every integration test takes it. Set SREGYM_TEST_KUBECONFIG (and optionally SREGYM_TEST_CONTEXT)
+to run the integration tests against an existing cluster.
+
+Tiers: a test marked ``long`` is in the long tier; every other test is in the ``ci`` tier (marked
+here), which CI runs whole: ``python3 -m pytest -m ci`` (the README's command), ``-m long`` for the
+rest. Nothing is skipped for time. A ci-tier test slower than SREGYM_CI_TEST_SECONDS is a tiering
+error that fails the run; a run cut short (CI interrupts its tests stage at its time limit) names
+the test it cut and every test that did not run. Integration tests get one rerun; every rerun is
+shown and a test that passed only on its rerun is named FLAKY in the closing lines.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +22,12 @@ from pathlib import Path
 import pytest
 
 from sregym.cluster.handle import ClusterHandle
+
+# What one ci-tier test may take, setup and teardown included (one attempt; a rerun is another).
+# Measured on the 2-core build machine, the slowest ci-tier tests take about 3 minutes, most of
+# it a first deploy of an app (docs/testing.md).
+CI_TEST_SECONDS = float(os.environ.get("SREGYM_CI_TEST_SECONDS", "300"))
+CLOSING = "closing lines"  # the heading .ci/run prints from
 
 
 @pytest.fixture(scope="session")
@@ -35,11 +51,10 @@ def cluster() -> ClusterHandle:
     return handle
 
 
-# Whole-problem suites: minutes per test. They run last so a time budget cuts them first.
-SLOW = ("tests/integration/oracles/test_anti_gaming.py", "tests/integration/problems/",
-        "tests/integration/report/test_suite_on_cluster.py", "tests/integration/report/test_nightly_on_cluster.py",
-        "tests/integration/apps/test_app_misconfiguration.py")
-_START = time.monotonic()
+# Whole-problem tests take minutes each: they run after everything quicker has reported.
+WHOLE_PROBLEM = ("tests/integration/oracles/test_anti_gaming.py", "tests/integration/problems/",
+                 "tests/integration/report/test_suite_on_cluster.py", "tests/integration/report/test_nightly_on_cluster.py",
+                 "tests/integration/apps/test_app_misconfiguration.py")
 
 
 def _rank(item) -> int:
@@ -47,37 +62,139 @@ def _rank(item) -> int:
         return 0  # they stop and restart the shared cluster: before everything else
     if item.nodeid.startswith("tests/unit/"):
         return 1
-    if item.nodeid.startswith(SLOW[0]):
-        return 4  # the anti-gaming matrix is the most expensive: last
-    if item.nodeid.startswith(SLOW):
+    if item.nodeid.startswith(WHOLE_PROBLEM[0]):
+        return 4
+    if item.nodeid.startswith(WHOLE_PROBLEM):
         return 3
     return 2
 
 
+@pytest.hookimpl(tryfirst=True)  # before `-m` selects by marker
 def pytest_collection_modifyitems(config, items):
     items.sort(key=_rank)  # stable: file order is kept inside each rank
-    # Integration tests share one live cluster with each other's leftovers (pods restarting,
-    # namespaces terminating): each gets one visible rerun ("R" in the output, listed in the
-    # summary). Unit tests never do: a flaky unit test is a bug to fix.
+    reruns = config.pluginmanager.hasplugin("rerunfailures")  # not with -p no:rerunfailures
     for item in items:
-        if item.nodeid.startswith("tests/integration/") and not item.get_closest_marker("lifecycle"):
+        if not item.get_closest_marker("long"):
+            item.add_marker(pytest.mark.ci)
+        # Integration tests share one live cluster with each other's leftovers (pods restarting,
+        # namespaces terminating): each gets one rerun, shown by -rR and, when it passed only
+        # then, named FLAKY at the end. Unit tests never do: a flaky unit test is a bug to fix.
+        if (reruns and item.nodeid.startswith("tests/integration/")
+                and not item.get_closest_marker("lifecycle")):
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=5))
 
 
-def pytest_runtest_setup(item):
-    """With SREGYM_TEST_BUDGET_SECONDS (CI sets it from its 90-minute limit), tests that would
-    start after the budget is spent are skipped, with the reason shown by ``-rs`` (the README runs ``-rfEs``): a run that
-    overruns CI's limit would report nothing at all."""
-    budget = os.environ.get("SREGYM_TEST_BUDGET_SECONDS")
-    if budget and time.monotonic() - _START > float(budget):
-        pytest.skip(f"time budget of {float(budget):.0f}s for this run is spent "
-                    "(SREGYM_TEST_BUDGET_SECONDS); run this test on its own or without the budget")
+class Ledger:
+    """What the closing lines need: each test's outcome (of its last attempt), its reruns, its
+    slowest attempt, and the test running when the session ended."""
+
+    def __init__(self) -> None:
+        self.attempt_started: dict[str, float] = {}
+        self.attempt: dict[str, str] = {}  # the running attempt's outcome so far
+        self.slowest: dict[str, float] = {}
+        self.outcome: dict[str, str] = {}  # finished tests: passed | failed | skipped (last attempt)
+        self.reruns: dict[str, int] = {}
+        self.skip_reasons: dict[str, str] = {}
+        self.running: str | None = None
+
+    def start(self, nodeid: str) -> None:
+        self.attempt_started[nodeid] = time.monotonic()
+        self.attempt[nodeid] = "passed"
+        self.running = nodeid
+
+    def report(self, report) -> None:
+        nodeid = report.nodeid
+        if report.outcome == "rerun":
+            self.reruns[nodeid] = self.reruns.get(nodeid, 0) + 1
+            self.attempt[nodeid] = "rerun"  # the next attempt decides
+        elif report.failed:
+            self.attempt[nodeid] = "failed"
+        elif report.skipped and self.attempt.get(nodeid) != "failed":
+            self.attempt[nodeid] = "skipped"
+            longrepr = report.longrepr
+            self.skip_reasons[nodeid] = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+        if report.when == "teardown" and nodeid in self.attempt_started:
+            took = time.monotonic() - self.attempt_started[nodeid]
+            self.slowest[nodeid] = max(self.slowest.get(nodeid, 0.0), took)
+            # a rerun's teardown comes too: the last attempt's outcome is the test's
+            self.outcome[nodeid] = self.attempt.pop(nodeid, "passed")
+            if self.running == nodeid:
+                self.running = None
+
+    def with_outcome(self, outcome: str) -> list[str]:
+        return [n for n, o in self.outcome.items() if o == outcome]
+
+    def flaky(self) -> list[str]:
+        return [n for n in self.reruns if self.outcome.get(n) == "passed"]
+
+    def too_slow(self, items) -> list[tuple[str, float]]:
+        ci = {i.nodeid for i in items if i.get_closest_marker("ci")}
+        return [(n, s) for n, s in self.slowest.items() if n in ci and s > CI_TEST_SECONDS]
+
+    def not_run(self, items) -> dict[str, int]:
+        """Tests selected but never finished, counted by file."""
+        files: dict[str, int] = {}
+        for item in items:
+            if item.nodeid not in self.outcome and item.nodeid != self.running:
+                path = item.nodeid.split("::")[0]
+                files[path] = files.get(path, 0) + 1
+        return files
+
+
+LEDGER = Ledger()
+
+
+def pytest_runtest_logstart(nodeid):  # once per attempt: rerunfailures calls it for a rerun too
+    LEDGER.start(nodeid)
 
 
 def pytest_runtest_logreport(report):
-    """With SREGYM_TEST_TIMINGS=FILE, append each test's duration as it finishes (CI keeps the
-    figures even when a run is cut short)."""
+    """Feed the ledger; with SREGYM_TEST_TIMINGS=FILE, also append each test's duration as it
+    finishes (CI keeps the figures even when a run is cut short)."""
+    LEDGER.report(report)
     path = os.environ.get("SREGYM_TEST_TIMINGS")
-    if path and report.when == "call" or (path and report.outcome != "passed"):
+    if path and (report.when == "call" or report.outcome != "passed"):
         with open(path, "a") as f:
             f.write(f"{report.duration:8.1f}s {report.when:<8} {report.outcome:<7} {report.nodeid}\n")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """A ci-tier test over its time is a tiering error: the run fails even if every test passed."""
+    if exitstatus == pytest.ExitCode.OK and LEDGER.too_slow(session.items):
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: after pytest's short test summary
+def pytest_terminal_summary(terminalreporter, exitstatus):
+    yield
+    tr = terminalreporter
+    if tr.config.option.collectonly:
+        return
+    items = tr._session.items if tr._session else []  # noqa: SLF001 - the tests this run selected
+    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED
+    slow = LEDGER.too_slow(items)
+    lines = [f"ERROR    {r.nodeid or '(session)'}: could not be collected" for r in tr.stats.get("error", [])
+             if getattr(r, "when", None) == "collect"]
+    lines += [f"FAILED   {n}" for n in LEDGER.with_outcome("failed")]
+    lines += [f"SKIPPED  {n}: {LEDGER.skip_reasons.get(n, '')}" for n in LEDGER.with_outcome("skipped")]
+    lines += [f"RERUN    {n} ({k} rerun{'s' * (k > 1)}, then {LEDGER.outcome.get(n, 'cut short')})"
+             for n, k in LEDGER.reruns.items()]
+    lines += [f"FLAKY    {n}: passed only on its rerun" for n in LEDGER.flaky()]
+    lines += [f"TIERING  {n}: took {s:.0f}s, over the ci tier's {CI_TEST_SECONDS:.0f}s per test "
+              "(SREGYM_CI_TEST_SECONDS): make it faster or mark it long" for n, s in slow]
+    if interrupted and LEDGER.running:
+        lines.append(f"CUT      {LEDGER.running}: running when the run was interrupted")
+    not_run = LEDGER.not_run(items) if interrupted else {}
+    lines += [f"NOT RUN  {path} ({k} test{'s' * (k > 1)})" for path, k in not_run.items()]
+    counts = {k: len(LEDGER.with_outcome(k)) for k in ("passed", "failed", "skipped")}
+    ok = exitstatus == pytest.ExitCode.OK and not slow
+    why = {pytest.ExitCode.NO_TESTS_COLLECTED: ", no tests ran", pytest.ExitCode.INTERRUPTED: ", interrupted"}
+    lines.append(f"RESULT   {'PASS' if ok else 'FAIL'}: {counts['passed']} passed, {counts['failed']} failed, "
+                 f"{counts['skipped']} skipped, {sum(LEDGER.reruns.values())} rerun, {len(LEDGER.flaky())} flaky, "
+                 f"{len(slow)} tiering, {sum(not_run.values())} not run "
+                 f"(pytest exit {int(exitstatus)}{why.get(exitstatus, '')})")
+    tr.write_sep("=", CLOSING, bold=True)
+    for line in lines:
+        notice = line.startswith(("RERUN", "SKIPPED"))
+        tr.write_line(line, red=not notice and not line.startswith("RESULT   PASS"), yellow=notice,
+                      bold=line.startswith("RESULT"))

@@ -129,8 +129,8 @@ def test_node_noise_through_the_pod(ctx, app, noise):
     c.verify(timeout=60)
     time.sleep(12)  # longer than duration: it must have ended by itself
     token = c.state.get("token") or c.state.get("chain")
-    if token:
-        runner = ctx.extras["node_runner"](c.state.get("node") or c.state["container"]["node"])
-        assert not pids_with_cmdline(runner, token)
+    assert token, c.state  # both noises run a process on the node, named by this token
+    runner = ctx.extras["node_runner"](c.state.get("node") or c.state["container"]["node"])
+    assert not pids_with_cmdline(runner, token)
     c.recover()
     c.recover()

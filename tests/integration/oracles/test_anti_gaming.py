@@ -44,10 +44,7 @@ NAMESPACE_SUFFIX = "-gaming"
 
 def problems_by_family() -> list:
     """One problem per fault family (the first by id), of those with a root-cause fault."""
-    try:
-        catalog = load_catalog()
-    except Exception:  # noqa: BLE001 - no catalog yet means nothing to test
-        return []
+    catalog = load_catalog()  # a catalog that does not load is a collection error, not zero cases
     chosen: dict[str, object] = {}
     env = os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "")
     wanted = [] if env == "all" else ([p for p in env.split(",") if p] or list(DEFAULT_PROBLEMS))
@@ -99,26 +96,32 @@ def gaming_namespaces(cluster):
         cluster.kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
-def gaming_cases(problems, strategies, mode: str) -> list[tuple]:
-    """(problem, strategy) pairs. ``full``: every strategy on every problem (about 4-7 minutes a
-    case, for nightly runs). ``diagonal`` (CI): each problem with one strategy, rotating, so every
-    strategy and every family is covered once per run within CI's time budget."""
-    if mode == "full":
-        return [(p, s) for s in strategies for p in problems]
-    return [(p, strategies[i % len(strategies)]) for i, p in enumerate(problems)]
+def gaming_cases(problems, strategies) -> list:
+    """Every strategy on every problem (about 4-7 minutes a case). The diagonal, each problem with
+    one strategy, rotating so that every strategy and every family is met once, is in the ci tier;
+    the rest of the matrix is in the long tier (``pytest -m long``)."""
+    diagonal = {(p.id, strategies[i % len(strategies)]) for i, p in enumerate(problems)}
+    return [pytest.param(p, s, id=f"{s}-{p.id}", marks=() if (p.id, s) in diagonal else pytest.mark.long)
+            for s in strategies for p in problems]
 
 
-CASES = gaming_cases(PROBLEMS, list(STRATEGIES), os.environ.get("SREGYM_ANTIGAMING_CASES", "full"))
+CASES = gaming_cases(PROBLEMS, list(STRATEGIES))
 
 
-@pytest.mark.skipif(len({p.tags.fault_family for p in PROBLEMS}) < MIN_FAMILIES,
-                    reason=f"needs problems of at least {MIN_FAMILIES} fault families in problems/ "
-                           f"(found {len(PROBLEMS)})")
-@pytest.mark.parametrize(("problem", "strategy"), CASES, ids=[f"{s}-{p.id}" for p, s in CASES])
+def test_the_cases_cover_enough_fault_families():
+    families = {p.tags.fault_family for p in PROBLEMS}
+    hand_picked = os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "all") not in ("", "all")
+    need = 1 if hand_picked else MIN_FAMILIES  # a hand-picked list covers what it names
+    assert len(families) >= need, f"{need} fault families needed, found {sorted(families)} (problems/)"
+
+
+@pytest.mark.parametrize(("problem", "strategy"), CASES)
 def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, problem, strategy):
     persists, grade = anyio.run(gamed, problem, strategy, cluster)
     if strategy == "do_nothing":
         assert persists, f"{problem.id}: the fault vanished without any action"
-    if persists:
-        assert not grade.passed, (f"{problem.id}: '{strategy}' passed mitigation while the fault persists: "
-                                  + "; ".join(f"{c.name}: {c.message}" for c in grade.checks))
+    # the oracle passes exactly when the fault is gone: a pass with the fault in place is gamed, a
+    # failure with the fault gone grades a working system as broken
+    assert grade.passed != persists, (
+        f"{problem.id}: after '{strategy}' the fault {'persists' if persists else 'is gone'} but mitigation "
+        f"{'passed' if grade.passed else 'failed'}: " + "; ".join(f"{c.name}: {c.message}" for c in grade.checks))

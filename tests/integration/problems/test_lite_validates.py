@@ -1,5 +1,7 @@
-"""The lite suite proves itself on the real cluster (what CI runs on every run), and the
-latent_sector_error problem separates an agent that fixes it from one that does nothing.
+"""Problems prove themselves on the real cluster: the lite suite's in the ci tier (CI validates them
+on every run), every other problem in the long tier (``pytest -m long``: ``validate --all`` as
+tests); and the latent_sector_error problem separates an agent that fixes it from one that does
+nothing.
 
 Each validation deploys (or reuses) the app, checks a healthy baseline, injects, checks the
 mitigation oracle fails, recovers, checks it passes and that the app is healthy again; the time of
@@ -26,10 +28,12 @@ from polling import eventually
 pytestmark = pytest.mark.cluster
 
 LITE = [lp.id for lp in load_catalog().suite_problems("lite")]
+# two minutes or so each: the 36 outside the lite suite take over an hour
+OTHERS = [pytest.param(pid, marks=pytest.mark.long) for pid in sorted(load_catalog().problems) if pid not in LITE]
 
 
-@pytest.mark.parametrize("problem_id", LITE)
-def test_lite_problem_validates(cluster, problem_id):
+@pytest.mark.parametrize("problem_id", LITE + OTHERS)
+def test_problem_validates(cluster, problem_id):
     problem = load_catalog().problem(problem_id).problem
     started = time.monotonic()
     result = anyio.run(lambda: validate_problem(problem, cluster=cluster))

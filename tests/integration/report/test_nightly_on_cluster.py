@@ -22,7 +22,7 @@ from sregym.core.record import RunRecord
 from live import local_socket
 from polling import eventually
 
-pytestmark = pytest.mark.cluster
+pytestmark = [pytest.mark.cluster, pytest.mark.long]  # an image build and a whole night: minutes
 
 ROOT = Path(__file__).parents[3]
 CHART = ROOT / "charts" / "nightly"

@@ -2,8 +2,9 @@
 is killed mid-way and resumed; then the report and the leaderboard build from the records and the
 leaderboard renders in headless Chromium.
 
-CI runs a subset that fits its time: the first ``SREGYM_SUITE_TEST_PROBLEMS`` (default 1) problems
-of ``problems/suites/lite.yaml``, noise off, shorter agent and grading windows. Set the variable to
+Six whole runs and more take longer than CI's budget holds: the long tier (``pytest -m long``) runs
+a subset, the first ``SREGYM_SUITE_TEST_PROBLEMS`` (default 1) problems of
+``problems/suites/lite.yaml``, noise off, shorter agent and grading windows. Set the variable to
 the suite's size to run all of it. Until the repository has a ``lite`` suite, the engine's own test
 problem (a ConfigMap key rewritten, next to tests/integration/conductor) stands in, so the runner
 is still exercised end to end against the real engine.
@@ -26,6 +27,8 @@ from sregym.report.records import load_records
 from sregym.report.site import build_leaderboard
 
 from test_leaderboard_browser import chromium  # noqa: E402 - same folder
+
+pytestmark = pytest.mark.long
 
 SEEDS = 2
 ENGINE_TESTS = Path(__file__).parents[2] / "integration" / "conductor"
@@ -113,6 +116,8 @@ def test_every_cell_of_every_agent_has_one_record(results, subset):
     assert len(records) == 3 * len(chosen) * SEEDS
     assert {r.agent.name for r in records} == {"noop", "random", "oracle"}
     assert all(r.suite == "ci_lite" and r.phases for r in records)
+    # an error cell does not stop the suite, but a suite of error cells proves nothing
+    assert [(r.agent.name, r.problem_id, r.status) for r in records if r.status != "completed"] == []
 
 
 @pytest.mark.cluster
@@ -121,9 +126,9 @@ def test_the_report_grades_every_agent_and_the_oracle_bounds_noop(results):
     by_agent = {g.keys["agent"]: g for g in report.analysis.agents}
     assert set(by_agent) == {"noop", "random", "oracle"}
     graded = {a: g["mitigation"].value for a, g in by_agent.items() if g["mitigation"].known}
-    # the oracle applies the ground truth's fix: it never does worse than doing nothing
-    if {"oracle", "noop"} <= graded.keys():
-        assert graded["oracle"] >= graded["noop"]
+    # the oracle applies the ground truth's fix and the noop agent fixes nothing
+    assert {"oracle", "noop"} <= graded.keys(), graded
+    assert graded["oracle"] > graded["noop"], graded
     assert all(g.runs == g.completed + round(g["error_rate"].value * g.runs) for g in by_agent.values())
     assert (results / "report" / "figures" / "problem_heatmap.png").stat().st_size > 10_000
 
@@ -143,6 +148,7 @@ def test_the_leaderboard_builds_and_renders_without_the_oracle(results, tmp_path
 def test_the_overhead_benchmark_reads_the_suite(results):
     proc = subprocess.run([sys.executable, str(Path(__file__).parents[3] / "benchmarks" / "suite_overhead.py"),
                            str(results)], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "framework time per run (all but the agent): median" in proc.stdout
+    assert "framework time per run (all but the agent): median" in proc.stdout, proc.stdout + proc.stderr
+    meets = proc.stdout.splitlines()[-1] == "verdict: meets every target"
+    assert proc.returncode == (0 if meets else 1), proc.stdout + proc.stderr  # a miss is the exit code's to say
     print(proc.stdout)

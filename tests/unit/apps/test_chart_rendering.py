@@ -75,12 +75,15 @@ def test_setting_override_reaches_the_configmap(app):
 
 @pytest.mark.parametrize("app", OUR_APPS)
 def test_passwords_come_from_secrets_not_plain_env(app):
+    passwords = 0
     for kind in ("Deployment", "StatefulSet"):
         for w in by_kind(render(app), kind).values():
             for c in w["spec"]["template"]["spec"]["containers"]:
                 for env in c.get("env", []):
                     if "PASSWORD" in env["name"]:
+                        passwords += 1
                         assert "secretKeyRef" in env["valueFrom"], f"{w['metadata']['name']} {env['name']}"
+    assert passwords, f"{app} renders no password at all: nothing was checked"
 
 
 def test_shop_redis_requires_the_password_from_its_secret():

@@ -31,4 +31,14 @@ def test_the_script_prints_median_and_p95(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "runs: 5" in out
     assert "median 30.0 s, p95 48.0 s" in out
-    assert "meets" in out
+    assert "meets" in out and out.splitlines()[-1] == "verdict: meets every target"
+
+
+def test_the_script_fails_when_the_median_misses_the_target_or_there_is_nothing_to_measure(tmp_path, capsys):
+    write_records([make_record(problem=f"p{i}", seed=i, phases={"prepare": 70.0, "agent": 5.0}) for i in range(3)],
+                  tmp_path / "slow")
+    assert overhead.main([str(tmp_path / "slow")]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "verdict: MISSES median 70.0 s (target < 60 s)"
+    (tmp_path / "empty").mkdir()
+    assert overhead.main([str(tmp_path / "empty")]) == 1
+    assert capsys.readouterr().out.splitlines()[-1] == "verdict: MISSES no runs to measure"

@@ -77,20 +77,27 @@ def _pods(kube: Any, namespace: str) -> list[dict]:
     return json.loads(kube.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
 
 
-def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0) -> str:
-    """Delete every pod of ``namespace`` (as an agent that "restarts everything" would) and wait up
-    to ``timeout`` s until each controller-owned pod has a running replacement (a faulty one may
-    never turn Ready, so readiness is not awaited). Returns what came back."""
-    before = [p for p in _pods(kube, namespace) if p["metadata"].get("ownerReferences")]
-    old = {p["metadata"]["uid"] for p in before}
+def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: float = 30.0) -> str:
+    """Delete every pod of ``namespace`` (as an agent that "restarts everything" would) and wait
+    until each controller-owned pod that was running has a running replacement (a faulty one may
+    never turn Ready, so readiness is not awaited), or until no replacement has started for
+    ``still`` s (a fault may keep some from ever running), at most ``timeout`` s. Returns what
+    came back."""
+    before = [p for p in _pods(kube, namespace) if p["metadata"].get("ownerReferences")
+              and (p.get("status") or {}).get("phase") == "Running"]
+    old = {p["metadata"]["uid"] for p in _pods(kube, namespace)}
     kube.kubectl("delete", "pods", "--all", "-n", namespace, "--wait=true", timeout=timeout)
-    deadline = time.monotonic() + timeout
+    start = time.monotonic()
+    seen, changed = -1, start
     while True:
         pods = _pods(kube, namespace)
         running = [p for p in pods if p["metadata"]["uid"] not in old and not p["metadata"].get("deletionTimestamp")
                    and (p.get("status") or {}).get("phase") == "Running"]
-        if len(running) >= len(before) or time.monotonic() >= deadline:
-            return f"{len(before)} pods deleted, {len(running)} replacements running"
+        now = time.monotonic()
+        if len(running) != seen:
+            seen, changed = len(running), now
+        if len(running) >= len(before) or now - start >= timeout or now - changed >= still:
+            return f"{len(before)} running pods deleted, {len(running)} replacements running"
         time.sleep(2)
 
 

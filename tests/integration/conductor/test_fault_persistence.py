@@ -231,9 +231,12 @@ def test_restarting_the_partitioned_pod_does_not_cure_the_partition(cluster, str
 # -- hotel_geo_cpu_pressure --------------------------------------------------------------------
 
 def restart_everything(cluster, namespace: str) -> None:
-    """`kubectl rollout restart` of every Deployment, then delete every pod (what was measured)."""
+    """`kubectl rollout restart` of every Deployment, then delete every pod (what was measured),
+    then wait for geo's rollout (the restart's old ReplicaSet's pods go away only at its end)."""
     cluster.kube.kubectl("rollout", "restart", "deployment", "-n", namespace)
     restart_every_pod(cluster.kube, namespace)
+    cluster.kube.kubectl("rollout", "status", "deployment/geo", "-n", namespace, "--timeout=120s", check=False,
+                         timeout=150)
 
 
 def test_restarting_every_pod_does_not_cure_cpu_pressure(cluster):
@@ -248,9 +251,10 @@ def test_restarting_every_pod_does_not_cure_cpu_pressure(cluster):
             await back_in_place(plane)
             grade = await graded(p, app, cluster, baseline)
             assert not grade.passed, f"restarting everything passed mitigation under CPU pressure: {failing(grade)}"
+            new = pods_of(cluster, ns, "geo")[0]
+            assert new["metadata"]["uid"] not in old
             assert stress_in_pod(cluster, new), "no stress-ng in the new geo pod's cgroups"
             assert plane.reapplied and {r["fault"] for r in plane.reapplied} == {"geo_cpu"}
-            new = pods_of(cluster, ns, "geo")[0]
         assert stress_in_pod(cluster, new) == 0, "stress-ng left in the geo pod's cgroups after recovery"
 
     anyio.run(go)

@@ -56,6 +56,14 @@ class CredentialRotation(Injector[CredentialParams]):
     mechanisms = (REDIS, POSTGRES)
     targets = ("StatefulSet", "Deployment", "Pod")
 
+    def dies_with_pod(self) -> bool:
+        """CONFIG SET lives in the redis process (a new pod starts with its configured password);
+        ALTER USER is written to the database's volume."""
+        return self.mechanism.name == REDIS.name
+
+    def carrier_pods(self, state: dict[str, Any]) -> set[str]:
+        return {state["pod_uid"]} if state.get("pod_uid") else set()
+
     @property
     def store(self) -> str:
         return "redis" if self.mechanism.name == REDIS.name else "postgres"
@@ -69,7 +77,7 @@ class CredentialRotation(Injector[CredentialParams]):
         data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
         pod = running_pods(self.ctx, self.target)[0]
         new = p.new_password or hashlib.sha256(f"{self.ctx.seed}:{p.secret}".encode()).hexdigest()[:20]
-        return {"namespace": ns, "pod": pod["metadata"]["name"], "container": self.target.container or
+        return {"namespace": ns, "pod": pod["metadata"]["name"], "pod_uid": pod["metadata"]["uid"], "container": self.target.container or
                 pod["spec"]["containers"][0]["name"], "old": data[p.password_key], "new": new,
                 "user": data.get(p.username_key, ""), "port": p.port or (6379 if self.store == "redis" else 5432)}
 

@@ -43,6 +43,10 @@ class DiskFull(Injector[DiskFullParams]):
     mechanisms = (FILL,)
     targets = ("Pod", "Deployment", "StatefulSet")
     node_level = True
+    # The filler is found through the pod (its volume as the container sees it): on a scratch
+    # volume (emptyDir) a new pod starts empty, so the fault is re-applied there; on a persistent
+    # volume the file stays and the new pod's plan finds nothing left to fill.
+    pod_scoped = True
 
     def plan(self) -> dict[str, Any]:
         if not self.params.path.startswith("/"):

@@ -41,6 +41,10 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
     Params = NetworkPolicyParams
     mechanisms = (POLICY, IPTABLES)
 
+    def dies_with_pod(self) -> bool:
+        """A NetworkPolicy selects new pods by itself; the iptables fallback is in one pod's netns."""
+        return self.mechanism.name == IPTABLES.name
+
     def _dependency(self, ns: str) -> dict:
         svc = get_object(self.ctx.kube, "Service", self.params.dependency, ns)
         if svc is None:

@@ -46,6 +46,10 @@ class ResourceStress(Injector[StressParams]):
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
 
+    def dies_with_pod(self) -> bool:
+        """In the target's cgroups the kubelet kills it with the pod; beside it on the node it stays."""
+        return self.mechanism.name == IN_CGROUP.name
+
     def plan(self) -> dict[str, Any]:
         tc = pick_container(self.ctx, self.target)
         runner, pid = target_pid(self.ctx, tc)

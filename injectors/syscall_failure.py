@@ -212,6 +212,11 @@ class SyscallFailure(Injector[SyscallFailureParams]):
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
 
+    def dies_with_pod(self) -> bool:
+        """A tracer or a cgroup filter acts on one pod's processes; a seccomp profile is in the
+        workload's pod template, so every new pod starts under it already."""
+        return self.mechanism.name != SECCOMP.name
+
     def plan(self) -> dict[str, Any]:
         p, m = self.params, self.mechanism.name
         if m == SECCOMP.name and (p.path or p.rate < 1):

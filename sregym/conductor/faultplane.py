@@ -3,13 +3,20 @@ and recovers in reverse order. Also rebuilds injectors from journal intents (``s
 
 Injector methods are synchronous (they call the Kubernetes API); they run in worker threads so
 the timeline scheduler and the agent phase keep going meanwhile.
+
+A fault that dies with its pod (``Injector.dies_with_pod``) is kept in place the way its real cause
+would be: while it is active a watcher thread polls the target's pods and, when a pod carrying the
+fault is gone, plans the same primitive on a new pod of the target, journals that intent
+(``<fault>#2``, ``#3``...) and injects it. Stopping the fault recovers every copy, newest first;
+``sregym cleanup`` finds the copies as ordinary open intents.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -21,6 +28,7 @@ from sregym.core.errors import FaultError, SregymError
 from sregym.core.problem import Selector
 from sregym.core.seeds import derive_seed
 from sregym.injectors import INJECTORS, FaultContext, Injector, Verification
+from sregym.injectors.node import running_pods
 
 Capabilities = Callable[[str], dict[str, bool]]
 
@@ -38,6 +46,15 @@ def node_capabilities_probe(kube: Any) -> Capabilities:
 def run_labels(run_id: str) -> dict[str, str]:
     """Labels an injector puts on every object it creates, so cleanup can find them."""
     return {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: run_id}
+
+
+COPY_SEPARATOR = "#"
+MAX_COPIES = 50  # a target whose pods die every few seconds must not grow the journal without end
+
+
+def fault_of(key: str) -> str:
+    """The fault a journal key belongs to (``api_cut#2`` -> ``api_cut``)."""
+    return key.split(COPY_SEPARATOR, 1)[0]
 
 
 def build_injector(intent: Intent, kube: Any, capabilities: Capabilities | None = None) -> Injector:
@@ -77,11 +94,29 @@ class Active:
     recovered: bool = False
 
 
+@dataclass
+class Persisted:
+    """A pod-scoped fault kept in place: its copies (journal keys, first = the fault's own) and the
+    ones whose pod is gone (replaced by a newer copy)."""
+
+    copies: list[str]
+    replaced: set[str] = field(default_factory=set)
+    pending: str = ""  # why the last dead copy could not be replaced yet
+
+    def live(self) -> list[str]:
+        return [k for k in self.copies if k not in self.replaced]
+
+
 class FaultPlane:
     """Applies and removes the faults and noise of one run, journaling before each change."""
 
     def __init__(self, *, journal: Journal, kube: Any, app_namespace: str, run_id: str, run_seed: int,
-                 capabilities: Capabilities | None = None, exclude: list[str] | None = None):
+                 capabilities: Capabilities | None = None, exclude: list[str] | None = None,
+                 reapply: bool = True, watch_interval: float = 2.0,
+                 target_pods: Callable[[Injector], list[dict]] | None = None):
+        """``reapply=False`` (a problem whose ground truth says a restart cures it) lets pod-scoped
+        faults die with their pods. ``target_pods(injector)`` lists the running pods of a fault's
+        target (default: read from the cluster); the watcher polls it every ``watch_interval`` s."""
         self.journal = journal
         self.kube = kube
         self.app_namespace = app_namespace
@@ -91,9 +126,21 @@ class FaultPlane:
         self.exclude = exclude or []
         self.active: dict[str, Active] = {}
         self.order: list[str] = []
+        self.persisted: dict[str, Persisted] = {}
+        self.reapplied: list[dict[str, Any]] = []  # what the run record lists
+        self.watch_interval = watch_interval
+        if not reapply:
+            target_pods = None
+        elif target_pods is None and kube is not None:
+            target_pods = lambda inj: running_pods(inj.ctx, inj.target)  # noqa: E731
+        self.target_pods = target_pods
+        self._lock = threading.RLock()  # one change at a time: the watcher's, or a stop's
+        self._halt = threading.Event()
+        self._watcher: threading.Thread | None = None
 
     def plan_intent(self, *, key: str, kind: str, injector: str, params: dict[str, Any], target: Selector,
-                    mechanism: str | None) -> tuple[Intent, Injector]:
+                    mechanism: str | None, seed: int | None = None,
+                    only_pods: list[str] | None = None) -> tuple[Intent, Injector]:
         """Build the injector, choose its mechanism on the target node, and let it plan (read-only)."""
         cls = INJECTORS.get(injector)
         parsed = cls.parse_params(params, where=f"{key}.params")
@@ -103,9 +150,11 @@ class FaultPlane:
         node = target_node(self.kube, target, target.namespace or self.app_namespace) if needs_node else None
         caps = self.capabilities(node) if node else {}
         chosen = cls.choose_mechanism(caps, mechanism)
-        seed = derive_seed(self.run_seed, kind, key)
+        seed = derive_seed(self.run_seed, kind, key) if seed is None else seed
         extras = {"run_id": self.run_id, "labels": run_labels(self.run_id), "exclude": list(self.exclude),
                   "node": node}
+        if only_pods is not None:
+            extras["only_pods"] = list(only_pods)
         ctx = FaultContext(kube=self.kube, app_namespace=self.app_namespace, hidden_namespace=HIDDEN_NAMESPACE,
                            seed=seed, node_capabilities=self.capabilities, extras=extras)
         inj = cls(parsed, target, ctx, chosen)
@@ -132,11 +181,115 @@ class FaultPlane:
             raise FaultError(f"{key}: injector {injector!r} failed to inject: {e}") from e
         act.applied = True
         self.journal.applied(key)
+        if kind == "fault" and self.target_pods is not None and inj.dies_with_pod():
+            with self._lock:
+                self.persisted[key] = Persisted([key])
+            self._ensure_watcher()
         return intent
 
+    # -- keeping pod-scoped faults in place ------------------------------------------------------
+    def _ensure_watcher(self) -> None:
+        if self._watcher is None or not self._watcher.is_alive():
+            self._halt.clear()
+            self._watcher = threading.Thread(target=self._watch, name="fault-persistence", daemon=True)
+            self._watcher.start()
+
+    def _watch(self) -> None:
+        while not self._halt.wait(self.watch_interval):
+            for key in list(self.persisted):
+                try:
+                    self.keep(key)
+                except Exception as e:  # noqa: BLE001 - an API hiccup: the next poll tries again
+                    if key in self.persisted:
+                        self.persisted[key].pending = f"{type(e).__name__}: {e}"
+
+    def halt_watcher(self) -> None:
+        """Stop re-applying (waits for a re-application in progress). Idempotent."""
+        self._halt.set()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join()
+
+    def keep(self, key: str) -> list[str]:
+        """One pass for fault ``key``: each copy whose pod is gone is replaced on a new pod of the
+        target. Returns the new copies' keys (synchronous; the watcher thread calls it)."""
+        with self._lock:
+            kept = self.persisted.get(key)
+            if kept is None or self._halt.is_set():
+                return []
+            first = self.active[key]
+            try:
+                pods = self.target_pods(first.injector)
+            except SregymError:
+                pods = []  # none running yet (the replacement is starting): next poll
+            alive = {p["metadata"]["uid"] for p in pods}
+            added = []
+            for old in kept.live():
+                carriers = self.active[old].injector.carrier_pods(self.active[old].intent.state)
+                if carriers <= alive:
+                    continue
+                taken = set().union(*(self.active[k].injector.carrier_pods(self.active[k].intent.state)
+                                      for k in kept.live()))
+                fresh = sorted(alive - taken)
+                if len(kept.copies) >= MAX_COPIES:
+                    kept.pending = f"{old}: pod gone; not re-applied ({MAX_COPIES} copies already)"
+                    continue
+                if not fresh:
+                    kept.pending = f"{old}: pod gone, no new running pod of {first.injector.target.describe()} yet"
+                    continue
+                added.append(self._reapply(key, kept, old, fresh))
+            return added
+
+    def _reapply(self, key: str, kept: Persisted, old: str, fresh: list[str]) -> str:
+        """Plan on one of the ``fresh`` pods, journal, inject. A copy whose inject failed is kept
+        (so it is recovered) but counts as gone, so the next poll tries again."""
+        first = self.active[key].intent
+        new = f"{key}{COPY_SEPARATOR}{len(kept.copies) + 1}"
+        intent, inj = self.plan_intent(key=new, kind="fault", injector=first.injector, params=first.params,
+                                       target=Selector.model_validate(first.target), mechanism=first.mechanism,
+                                       seed=first.seed, only_pods=fresh)
+        self.journal.intent(intent)  # before the change, as for the first application
+        act = self.active[new] = Active(intent, inj)
+        self.order.append(new)
+        kept.copies.append(new)
+        try:
+            inj.inject(intent.state)
+        except Exception as e:
+            kept.replaced.add(new)
+            raise FaultError(f"{new}: re-applying injector {first.injector!r} on a new pod failed: {e}") from e
+        act.applied = True
+        self.journal.applied(new)
+        kept.replaced.add(old)
+        kept.pending = ""
+        self.reapplied.append({"key": new, "fault": key, "replaces": old,
+                               "pods": sorted(inj.carrier_pods(intent.state)), "at": round(time.time(), 3)})
+        return new
+
+    def in_place(self) -> tuple[bool, str]:
+        """Whether every kept fault has a copy on a running pod of its target (after pods were
+        replaced: once the watcher has caught up), and what is still missing."""
+        missing = []
+        with self._lock:
+            for key, kept in self.persisted.items():
+                first = self.active[key]
+                try:
+                    alive = {p["metadata"]["uid"] for p in self.target_pods(first.injector)}
+                except SregymError:
+                    alive = set()
+                newest = self.active[kept.live()[-1]] if kept.live() else first
+                if not newest.injector.carrier_pods(newest.intent.state) <= alive:
+                    missing.append(f"{key} ({kept.pending or 'not re-applied yet'})")
+        return not missing, "; ".join(missing)
+
+    def current(self, key: str) -> str:
+        """The newest copy of fault ``key`` (the key itself unless it was re-applied)."""
+        kept = self.persisted.get(key)
+        live = kept.live() if kept else []
+        return live[-1] if live else key
+
     async def verify(self, key: str, *, timeout: float = 60.0, interval: float = 2.0) -> Verification:
-        """Poll ``verify`` until it says the fault took effect, or ``timeout`` passes."""
-        act = self.active[key]
+        """Poll ``verify`` until it says the fault took effect, or ``timeout`` passes. A re-applied
+        fault is verified on its newest copy."""
+        act = self.active[self.current(key)]
         deadline = time.monotonic() + timeout
         last = Verification(False, "not checked")
         while True:
@@ -149,7 +302,19 @@ class FaultPlane:
             await anyio.sleep(interval)
 
     async def stop(self, key: str) -> None:
-        """Recover one fault or noise event (idempotent) and journal it."""
+        """Recover one fault or noise event (idempotent) and journal it; a re-applied fault's copies
+        are recovered first, newest first."""
+        if key in self.persisted:
+            kept = await anyio.to_thread.run_sync(self._unwatch, key)
+            for copy in reversed(kept.copies[1:]):
+                await self._recover_one(copy)
+        await self._recover_one(key)
+
+    def _unwatch(self, key: str) -> Persisted:
+        with self._lock:  # waits for a re-application in progress
+            return self.persisted.pop(key, None) or Persisted([key])
+
+    async def _recover_one(self, key: str) -> None:
         act = self.active.get(key)
         if act is None or act.recovered:
             return
@@ -164,6 +329,7 @@ class FaultPlane:
 
     async def recover_all(self) -> list[str]:
         """Recover everything still active, newest first; returns the errors (never raises)."""
+        await anyio.to_thread.run_sync(self.halt_watcher)
         errors = []
         for key in reversed(self.order):
             try:
@@ -173,4 +339,6 @@ class FaultPlane:
         return errors
 
     def mechanisms(self) -> dict[str, str]:
-        return {k: a.intent.mechanism for k, a in self.active.items() if a.intent.kind == "fault"}
+        """Fault id -> mechanism (re-applications are listed by ``reapplied``)."""
+        return {k: a.intent.mechanism for k, a in self.active.items()
+                if a.intent.kind == "fault" and COPY_SEPARATOR not in k}

@@ -176,7 +176,8 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
         journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
                                 context=cluster.context, plugins=[str(p.resolve()) for p in plugin_dirs or []]))
         plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id,
-                           run_seed=seed, exclude=noise_exclusions(problem))
+                           run_seed=seed, exclude=noise_exclusions(problem),
+                           reapply=not problem.ground_truth.restart_cures)
         player = TimelinePlayer(plane, problem.faults, record.timeline, verify_timeout=verify_timeout,
                                 noise_params={"duration": problem.noise.duration_seconds,
                                               "exclude": sorted(problem.noise.exclude)}, note=phases.note)
@@ -219,6 +220,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
                                 + (" (removed)" if obj.removed else f": {obj.error}" if obj.error else ""))
             record.phases = phases.durations
             record.mechanisms = plane.mechanisms() if plane else {}
+            record.reapplied = list(plane.reapplied) if plane else []
             record.ended_at = datetime.now(timezone.utc)
             diag, mit = record.trajectory.submission("diagnosis"), record.trajectory.submission("mitigation")
             record.ttd_s = diag.t if diag else None

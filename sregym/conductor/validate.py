@@ -1,17 +1,21 @@
 """``sregym validate``: prove a problem on the live cluster.
 
 Healthy baseline -> inject (the whole fault timeline, no noise) -> every fault verified ->
-mitigation oracle FAILS -> recover -> mitigation oracle PASSES -> app healthy again. Each step is
-timed; the first step that does not hold ends the problem's validation (after recovering).
+mitigation oracle FAILS -> every pod of the app restarted -> mitigation oracle STILL FAILS (a
+fault persists as its real cause would; skipped where the ground truth says a restart cures it) ->
+recover -> mitigation oracle PASSES -> app healthy again. Each step is timed; the first step that
+does not hold ends the problem's validation (after recovering).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -69,9 +73,39 @@ class _Failed(Exception):
     pass
 
 
+def _pods(kube: Any, namespace: str) -> list[dict]:
+    return json.loads(kube.kubectl("get", "pods", "-n", namespace, "-o", "json").stdout)["items"]
+
+
+def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: float = 30.0) -> str:
+    """Delete every pod of ``namespace`` (as an agent that "restarts everything" would) and wait
+    until each controller-owned pod that was running has a running replacement (a faulty one may
+    never turn Ready, so readiness is not awaited), or until no replacement has started for
+    ``still`` s (a fault may keep some from ever running), at most ``timeout`` s. Returns what
+    came back."""
+    before = [p for p in _pods(kube, namespace) if p["metadata"].get("ownerReferences")
+              and (p.get("status") or {}).get("phase") == "Running"]
+    old = {p["metadata"]["uid"] for p in _pods(kube, namespace)}
+    kube.kubectl("delete", "pods", "--all", "-n", namespace, "--wait=true", timeout=timeout)
+    start = time.monotonic()
+    seen, changed = -1, start
+    while True:
+        pods = _pods(kube, namespace)
+        running = [p for p in pods if p["metadata"]["uid"] not in old and not p["metadata"].get("deletionTimestamp")
+                   and (p.get("status") or {}).get("phase") == "Running"]
+        now = time.monotonic()
+        if len(running) != seen:
+            seen, changed = len(running), now
+        if len(running) >= len(before) or now - start >= timeout or now - changed >= still:
+            return f"{len(before)} running pods deleted, {len(running)} replacements running"
+        time.sleep(2)
+
+
 async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: AppDriver | None = None,
                            grade_window: float = 30.0, verify_timeout: float = 90.0,
-                           console: Console | None = None) -> ProblemValidation:
+                           console: Console | None = None, restart: bool = True) -> ProblemValidation:
+    """Validate one problem on the live cluster (see the module doc). ``restart=False`` leaves out
+    the restart-every-pod step."""
     driver = driver or app_driver()
     result = ProblemValidation(problem.id)
     phases = Phases(console, label=problem.id)
@@ -128,6 +162,19 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
             await anyio.sleep(lag)
         return await mitigation()
 
+    async def restarted():  # noqa: ANN202
+        came_back = await anyio.to_thread.run_sync(restart_every_pod, cluster.kube, app.namespace)
+        deadline = time.monotonic() + 90
+        while not (settled := await anyio.to_thread.run_sync(plane.in_place))[0] and time.monotonic() < deadline:
+            await anyio.sleep(2)
+        if not settled[0]:
+            return False, f"{came_back}; faults not back in place: {settled[1]}"
+        checks = [await plane.verify(f.id, timeout=verify_timeout) for f in problem.root_cause_faults]
+        reapplied = ", ".join(r["key"] for r in plane.reapplied) or "none needed"
+        return True, (f"{came_back}; re-applied: {reapplied}; "
+                      + "; ".join(f"{f.id}: {'in place' if c.ok else 'NOT in place'} ({c.detail})"
+                                  for f, c in zip(problem.root_cause_faults, checks)))
+
     async def recover():  # noqa: ANN202
         errors = await plane.recover_all()
         if errors:
@@ -145,7 +192,7 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
         journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
                                 context=cluster.context))
         plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id,
-                           run_seed=0)
+                           run_seed=0, reapply=not problem.ground_truth.restart_cures)
         player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False),
                                 verify_timeout=verify_timeout, note=phases.note)
         if problem.no_op:
@@ -156,6 +203,14 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
         else:
             await step("inject and verify", inject)
             await step("mitigation oracle fails while faulty", mitigation_while_faulty, expect=False)
+            if restart and problem.ground_truth.restart_cures:
+                result.steps.append(Step("restart every pod", True, "not played: the ground truth says a "
+                                         "restart cures this problem (restart_cures)", 0.0))
+            elif restart:
+                await step("restart every pod", restarted)
+                # the oracles' metric windows must cover only the time since the restart
+                await step("mitigation oracle still fails after the restart", mitigation_while_faulty,
+                           expect=False)
             await step("recover", recover)
             await step("mitigation oracle passes after recovery", mitigation)
             await step("app healthy again", healthy_again)

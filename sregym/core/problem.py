@@ -106,6 +106,11 @@ class GroundTruth(Spec):
     evidence: list[str] = Field(
         default_factory=list,
         description="where an SRE finds it: e.g. 'logs:geo', 'config:deployment/geo', 'metrics:postgres'")
+    restart_cures: bool = Field(
+        False, description="the real cause dies with the process (a hung or runaway process, a leak "
+                           "that starts from zero), so restarting the faulty pods is a real cure: the "
+                           "fault plane does not re-apply pod-scoped faults to new pods, and validation "
+                           "does not expect the oracle to keep failing after every pod restarts")
 
 
 class OracleRef(Spec):

@@ -115,6 +115,9 @@ class RunRecord(BaseModel):
     phases: dict[str, float] = Field(default_factory=dict, description="seconds spent per phase")
     timeline: list[TimelineEvent] = Field(default_factory=list)
     mechanisms: dict[str, str] = Field(default_factory=dict, description="fault id -> mechanism that ran")
+    reapplied: list[dict[str, Any]] = Field(
+        default_factory=list, description="pod-scoped faults re-applied to a new pod of their target: journal "
+                                          "key (fault#n), fault, the copy it replaces, pod uids, unix time")
     baseline: dict[str, Any] = Field(default_factory=dict, description="SLO measurements before injection")
     trajectory: Trajectory = Field(default_factory=Trajectory)
     agent_objects: list[AgentObject] = Field(default_factory=list,

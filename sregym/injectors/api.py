@@ -6,6 +6,16 @@ values, and the deterministic names of any object ``inject()`` will create. Afte
 ``sregym cleanup`` rebuilds the injector from the journal and calls ``recover(state)`` with that
 planned state, so ``recover`` must work whether ``inject`` ran fully, partly, or not at all.
 
+A fault that lives in its target's pod (rules in the pod's network namespace, a process in its
+cgroups, a tracer on its processes) dies with the pod, which no real partition, noisy neighbour or
+failing disk does. Such a primitive says so (``pod_scoped = True``, or ``dies_with_pod()`` when it
+depends on the mechanism); while the fault is active the fault plane watches the target's pods and
+plans and injects the same primitive on each new pod that replaces one carrying it (a journaled
+intent ``<fault>#2``, ``#3``...), as Chaos Mesh does for its selectors. ``carrier_pods(state)``
+names the pods a planned state acts on (by default ``state["container"]["pod_uid"]``); a re-plan
+is asked to choose among new pods only (``FaultContext.extras["only_pods"]``, honoured by
+``sregym.injectors.node.running_pods``).
+
 A primitive is one module under ``injectors/`` (or a third-party package registered under the
 ``sregym.injectors`` entry-point group)::
 
@@ -82,13 +92,15 @@ class FaultContext:
 
 class Injector(abc.ABC, Generic[P]):
     """Base class of a fault primitive. Subclasses set ``Params`` and may set ``mechanisms``,
-    ``targets`` (accepted selector kinds) and ``node_level``."""
+    ``targets`` (accepted selector kinds), ``node_level`` and ``pod_scoped`` (the fault dies with
+    its pod, so the fault plane re-applies it to new ones)."""
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[BaseModel]] = NoParams
     mechanisms: ClassVar[tuple[Mechanism, ...]] = (KUBERNETES_API,)
     targets: ClassVar[tuple[str, ...]] = ()
     node_level: ClassVar[bool] = False
+    pod_scoped: ClassVar[bool] = False
     summary: ClassVar[str] = ""
 
     def __init__(self, params: P, target: Selector, ctx: FaultContext, mechanism: Mechanism):
@@ -138,6 +150,18 @@ class Injector(abc.ABC, Generic[P]):
         raise MechanismUnavailable(f"injector {cls.name!r}: no mechanism works on the target node ("
                                    + "; ".join(reasons) + ")",
                                    hint="run `sregym doctor` to see what each node supports")
+
+    # -- persistence ---------------------------------------------------------------------------
+    def dies_with_pod(self) -> bool:
+        """Whether this fault, with its chosen mechanism, is gone once its pod is (so the fault plane
+        re-applies it to the target's new pods while it is active). Default: ``pod_scoped``."""
+        return self.pod_scoped
+
+    def carrier_pods(self, state: dict[str, Any]) -> set[str]:
+        """UIDs of the pods whose deletion takes this planned fault with it."""
+        container = state.get("container")
+        uid = container.get("pod_uid") if isinstance(container, dict) else None
+        return {uid} if uid else set()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def plan(self) -> dict[str, Any]:

@@ -76,6 +76,7 @@ class PodNetworkFault(Injector[P]):
 
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
+    pod_scoped = True  # its network namespace goes with the pod's sandbox
 
     def plan_target(self) -> dict[str, Any]:
         tc = pick_container(self.ctx, self.target)

@@ -47,6 +47,9 @@ def running_pods(ctx: Any, target: Selector, where: str = "target") -> list[dict
         raise UserInputError(f"{where}: name a Pod or workload, or give labels")
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"
                and not p["metadata"].get("deletionTimestamp")]
+    only = ctx.extras.get("only_pods")
+    if only is not None:  # a re-application: the new pods of the target, not those already faulted
+        running = [p for p in running if p["metadata"]["uid"] in only]
     if not running:
         raise UserInputError(f"{where}: no running pod in namespace {ns} matches {target.describe()}")
     return sorted(running, key=lambda p: p["metadata"]["name"])

@@ -1,0 +1,141 @@
+"""Pod-scoped faults are kept in place: when the pod carrying one is replaced, the fault plane
+re-applies it to the new pod (journaled first, as ``<fault>#2``), stopping the fault recovers every
+copy newest first, and ``sregym cleanup`` recovers the copies a killed run left. Pure logic: a
+JSON file stands for the target's pods (tests/unit/conductor/fakes/unit_pod_rule.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anyio
+import pytest
+
+from sregym.conductor.cleanup import cleanup_all
+from sregym.conductor.faultplane import FaultPlane, fault_of
+from sregym.conductor.journal import Journal, RunHeader, read_journal
+from sregym.core.problem import Selector
+from sregym.core.registry import import_path
+
+FAKES = Path(__file__).parent / "fakes"
+
+
+@pytest.fixture()
+def world(tmp_path: Path) -> Path:
+    import_path(FAKES)
+    path = tmp_path / "pods.json"
+    path.write_text(json.dumps({"pod-1": []}))
+    return path
+
+
+def pods(world: Path) -> dict[str, list[str]]:
+    return json.loads(world.read_text())
+
+
+def replace_pod(world: Path, old: str, new: str) -> None:
+    """What deleting a pod does: its controller starts another, which has none of the old rules."""
+    data = pods(world)
+    del data[old]
+    data[new] = []
+    world.write_text(json.dumps(data))
+
+
+def plane_for(journal: Journal, world: Path) -> FaultPlane:
+    listed = lambda inj: [{"metadata": {"uid": uid}} for uid in pods(world)]  # noqa: E731
+    return FaultPlane(journal=journal, kube=None, app_namespace="app", run_id=journal.run_id, run_seed=1,
+                      target_pods=listed, watch_interval=0.05)
+
+
+async def start(plane: FaultPlane, world: Path) -> None:
+    await plane.start(key="cut", kind="fault", injector="unit_pod_rule", params={"file": str(world)},
+                      target=Selector(kind="Deployment", name="api"))
+
+
+async def eventually(check, timeout: float = 5.0) -> None:
+    with anyio.fail_after(timeout):
+        while not check():
+            await anyio.sleep(0.02)
+
+
+def test_a_replaced_pod_gets_the_fault_again_and_recover_undoes_every_copy(world: Path, tmp_path: Path):
+    journal = Journal("p1", tmp_path / "journal")
+    journal.start(RunHeader(run_id="p1", problem_id="p"))
+    plane = plane_for(journal, world)
+
+    async def go():
+        await start(plane, world)
+        assert pods(world) == {"pod-1": ["drop"]}
+        replace_pod(world, "pod-1", "pod-2")
+        await eventually(lambda: pods(world).get("pod-2") == ["drop"])
+        replace_pod(world, "pod-2", "pod-3")
+        await eventually(lambda: pods(world).get("pod-3") == ["drop"])
+        assert (await plane.verify("cut", timeout=1)).ok  # the newest copy is what verify reads
+        assert [r["key"] for r in plane.reapplied] == ["cut#2", "cut#3"]
+        assert [r["pods"] for r in plane.reapplied] == [["pod-2"], ["pod-3"]]
+        assert plane.mechanisms() == {"cut": plane.active["cut"].intent.mechanism}
+        # every copy is journaled before it is applied
+        entries = [json.loads(line) for line in journal.path.read_text().splitlines()]
+        ops = [(e["op"], e.get("key")) for e in entries if e["op"] in ("intent", "applied")]
+        assert ops == [("intent", "cut"), ("applied", "cut"), ("intent", "cut#2"), ("applied", "cut#2"),
+                       ("intent", "cut#3"), ("applied", "cut#3")]
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+    assert pods(world) == {"pod-3": []}
+    recovered = [json.loads(line)["key"] for line in journal.path.read_text().splitlines()
+                 if json.loads(line)["op"] == "recovered"]
+    assert recovered == ["cut#3", "cut#2", "cut"]  # newest first
+    assert read_journal(journal.path).open_intents == []
+
+
+def test_stopping_a_fault_ends_its_reapplication(world: Path, tmp_path: Path):
+    journal = Journal("p2", tmp_path / "journal")
+    plane = plane_for(journal, world)
+
+    async def go():
+        await start(plane, world)
+        replace_pod(world, "pod-1", "pod-2")
+        await eventually(lambda: pods(world).get("pod-2") == ["drop"])
+        await plane.stop("cut")
+        replace_pod(world, "pod-2", "pod-3")
+        await anyio.sleep(0.3)  # several polls: nothing re-applies a stopped fault
+        assert pods(world) == {"pod-3": []}
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+    assert [fault_of(r["key"]) for r in plane.reapplied] == ["cut"]
+
+
+def test_no_new_pod_yet_waits_instead_of_reapplying_elsewhere(world: Path, tmp_path: Path):
+    journal = Journal("p3", tmp_path / "journal")
+    plane = plane_for(journal, world)
+
+    async def go():
+        await start(plane, world)
+        world.write_text(json.dumps({}))  # deleted; the replacement is not running yet
+        await anyio.sleep(0.3)
+        assert plane.reapplied == [] and "no new running pod" in plane.persisted["cut"].pending
+        world.write_text(json.dumps({"pod-2": []}))
+        await eventually(lambda: pods(world).get("pod-2") == ["drop"])
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+
+
+def test_cleanup_after_a_killed_run_recovers_the_reapplied_copies(world: Path, tmp_path: Path):
+    directory = tmp_path / "journal"
+    journal = Journal("p4", directory)
+    journal.start(RunHeader(run_id="p4", problem_id="p", pid=999_999_999))
+    plane = plane_for(journal, world)
+
+    async def crash_after_reapplying():
+        await start(plane, world)
+        replace_pod(world, "pod-1", "pod-2")
+        await eventually(lambda: pods(world).get("pod-2") == ["drop"])
+        plane.halt_watcher()  # the process dies here: nothing is recovered
+
+    anyio.run(crash_after_reapplying)
+    assert pods(world) == {"pod-2": ["drop"]}
+    results = cleanup_all(lambda header: None, directory=directory)
+    assert [(r.recovered, r.errors, r.closed) for r in results] == [(["cut#2", "cut"], [], True)]
+    assert pods(world) == {"pod-2": []}

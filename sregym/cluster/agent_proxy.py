@@ -70,35 +70,27 @@ def proxy_pki(cluster: ClusterHandle | None) -> ClusterPKI:
     return pki
 
 
-class AgentApiProxy:
-    """Runs the agent's API proxy for ``namespace``'s ServiceAccount; usable with ``with`` or
-    ``async with``. While open: ``url``, ``ca_data`` (PEM), ``token``, ``pid`` and ``kubeconfig``
-    (a kubeconfig for the agent, mode 0600, in a private temporary folder unless
-    ``kubeconfig_path`` is given)."""
+class _ProxyProcess:
+    """One run of the proxy binary: started in its own session, ready when it prints its URL,
+    stopped by PID. Subclasses say how it is invoked (``_command``) and what follows (``_opened``)."""
 
-    def __init__(self, kube: Kube, namespace: str, *, listen_host: str = "127.0.0.1", port: int = 0,
-                 hidden_namespaces: tuple[str, ...] = (HIDDEN_NAMESPACE,), service_account: str = DEFAULT_NAME,
-                 pki: ClusterPKI | None = None, kubeconfig_path: Path | None = None,
-                 log_path: Path | None = None) -> None:
-        self.kube, self.namespace = kube, namespace
-        self.listen_host, self.port = listen_host, port
-        self.hidden_namespaces = hidden_namespaces
-        self.user, self.groups = agent_identity(namespace, service_account)
-        self.service_account = service_account
-        self._pki = pki
-        self._kubeconfig_path = kubeconfig_path
-        self.log_path = log_path
-        self.token = secrets.token_urlsafe(32)
+    what = "the agent's API proxy"
+
+    def __init__(self, listen_host: str, port: int, log_path: Path | None) -> None:
+        self.listen_host, self.port, self.log_path = listen_host, port, log_path
         self.url: str | None = None
-        self.ca_data: bytes = b""
         self.pid: int | None = None
-        self.kubeconfig: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._workdir: tempfile.TemporaryDirectory[str] | None = None
 
-    # -- sync ---------------------------------------------------------------------------------
-    def start(self) -> AgentApiProxy:
-        """Build (once) and start the proxy, wait until it listens, write the agent's kubeconfig."""
+    def _command(self, binary: Path, work: Path) -> tuple[list[str], bytes]:
+        raise NotImplementedError
+
+    def _opened(self, work: Path) -> None:
+        """Called once the proxy listens."""
+
+    def start(self):
+        """Build (once) and start the proxy, wait until it listens."""
         binary = build_agent_proxy(log=lambda m: None)
         self._workdir = tempfile.TemporaryDirectory(prefix="sregym-agentproxy-")
         work = Path(self._workdir.name)
@@ -117,11 +109,83 @@ class AgentApiProxy:
             self._proc.stdin.write(stdin)
             self._proc.stdin.close()
             self.url = self._wait_ready()
-            self.kubeconfig = self.write_kubeconfig(self._kubeconfig_path or work / "agent.kubeconfig")
+            self._opened(work)
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _wait_ready(self) -> str:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout, line = self._proc.stdout, []
+        reader = threading.Thread(target=lambda: line.append(stdout.readline()), daemon=True)
+        reader.start()
+        reader.join(STARTUP_TIMEOUT)
+        text = line[0].decode(errors="replace").strip() if line else ""
+        if not text.startswith(READY_PREFIX.strip()):
+            log = self.log_path or (Path(self._workdir.name) / "agentproxy.log" if self._workdir else None)
+            detail = log.read_text(errors="replace").strip()[-800:] if log is not None and log.is_file() else ""
+            raise PrerequisiteError(f"{self.what} did not start on {self.listen_host}"
+                                    + (f": {detail}" if detail else f" within {STARTUP_TIMEOUT:g}s"),
+                                    hint="check that the address belongs to this host")
+        return text[len(READY_PREFIX):].strip()
+
+    def stop(self) -> None:
+        """Stop the proxy by its PID (its own process group) and remove its private folder. Idempotent."""
+        proc, self._proc = self._proc, None
+        if proc is not None and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGTERM)
+                proc.wait(5)
+            except ProcessLookupError:
+                pass
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        if proc is not None and proc.stdout is not None:
+            proc.stdout.close()
+        if self._workdir is not None:
+            self._workdir.cleanup()
+            self._workdir = None
+        self.url = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.stop()
+
+    async def __aenter__(self):
+        return await anyio.to_thread.run_sync(self.start)
+
+    async def __aexit__(self, *exc: Any) -> None:
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self.stop)
+
+
+class AgentApiProxy(_ProxyProcess):
+    """Runs the agent's API proxy for ``namespace``'s ServiceAccount; usable with ``with`` or
+    ``async with``. While open: ``url``, ``ca_data`` (PEM), ``token``, ``pid`` and ``kubeconfig``
+    (a kubeconfig for the agent, mode 0600, in a private temporary folder unless
+    ``kubeconfig_path`` is given)."""
+
+    def __init__(self, kube: Kube, namespace: str, *, listen_host: str = "127.0.0.1", port: int = 0,
+                 hidden_namespaces: tuple[str, ...] = (HIDDEN_NAMESPACE,), service_account: str = DEFAULT_NAME,
+                 pki: ClusterPKI | None = None, kubeconfig_path: Path | None = None,
+                 log_path: Path | None = None) -> None:
+        super().__init__(listen_host, port, log_path)
+        self.kube, self.namespace = kube, namespace
+        self.hidden_namespaces = hidden_namespaces
+        self.user, self.groups = agent_identity(namespace, service_account)
+        self.service_account = service_account
+        self._pki = pki
+        self._kubeconfig_path = kubeconfig_path
+        self.token = secrets.token_urlsafe(32)
+        self.ca_data: bytes = b""
+        self.kubeconfig: Path | None = None
+
+    def _opened(self, work: Path) -> None:
+        self.kubeconfig = self.write_kubeconfig(self._kubeconfig_path or work / "agent.kubeconfig")
 
     def _command(self, binary: Path, work: Path) -> tuple[list[str], bytes]:
         cfg = self.kube.api_client.configuration
@@ -152,57 +216,29 @@ class AgentApiProxy:
         stdin = json.dumps({"token": self.token, "upstream_token": upstream_token}).encode() + b"\n"
         return argv, stdin
 
-    def _wait_ready(self) -> str:
-        assert self._proc is not None and self._proc.stdout is not None
-        line: list[bytes] = []
-        reader = threading.Thread(target=lambda: line.append(self._proc.stdout.readline()), daemon=True)
-        reader.start()
-        reader.join(STARTUP_TIMEOUT)
-        text = line[0].decode(errors="replace").strip() if line else ""
-        if not text.startswith(READY_PREFIX.strip()):
-            log = self.log_path or (Path(self._workdir.name) / "agentproxy.log" if self._workdir else None)
-            detail = log.read_text(errors="replace").strip()[-800:] if log is not None and log.is_file() else ""
-            raise PrerequisiteError(f"the agent's API proxy did not start on {self.listen_host}"
-                                    + (f": {detail}" if detail else f" within {STARTUP_TIMEOUT:g}s"),
-                                    hint="check that the address belongs to this host")
-        return text[len(READY_PREFIX):].strip()
-
     def write_kubeconfig(self, path: Path) -> Path:
         """Write a kubeconfig for the agent (the proxy's URL, CA and token; mode 0600)."""
         if self.url is None:
             raise ClusterError("the agent's API proxy is not running")
         return write_kubeconfig(Path(path), self, self.namespace, user=self.service_account)
 
-    def stop(self) -> None:
-        """Stop the proxy by its PID (its own process group) and remove its private folder. Idempotent."""
-        proc, self._proc = self._proc, None
-        if proc is not None and proc.poll() is None:
-            try:
-                os.killpg(proc.pid, signal.SIGTERM)
-                proc.wait(5)
-            except ProcessLookupError:
-                pass
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-        if proc is not None and proc.stdout is not None:
-            proc.stdout.close()
-        if self._workdir is not None:
-            self._workdir.cleanup()
-            self._workdir = None
-        self.url = None
 
-    def __enter__(self) -> AgentApiProxy:
-        return self.start()
+class PrometheusView(_ProxyProcess):
+    """The agent's view of Prometheus (plain HTTP, no credentials involved): only the query API
+    (query, query_range, series, labels, label values, metadata), with every series whose labels
+    name a hidden namespace removed. Targets, status, admin, federation, rules and alerts are not
+    served. While open: ``url`` (a Prometheus base URL) and ``pid``."""
 
-    def __exit__(self, *exc: Any) -> None:
-        self.stop()
+    what = "the agent's Prometheus view"
 
-    # -- async --------------------------------------------------------------------------------
-    async def __aenter__(self) -> AgentApiProxy:
-        return await anyio.to_thread.run_sync(self.start)
+    def __init__(self, prometheus_url: str, *, listen_host: str = "127.0.0.1", port: int = 0,
+                 hidden_namespaces: tuple[str, ...] = (HIDDEN_NAMESPACE,), log_path: Path | None = None) -> None:
+        super().__init__(listen_host, port, log_path)
+        self.prometheus_url = prometheus_url
+        self.hidden_namespaces = hidden_namespaces
 
-    async def __aexit__(self, *exc: Any) -> None:
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self.stop)
-
+    def _command(self, binary: Path, work: Path) -> tuple[list[str], bytes]:
+        argv = [str(binary), "-listen", f"{self.listen_host}:{self.port}", "-prometheus", self.prometheus_url]
+        for ns in self.hidden_namespaces:
+            argv += ["-hide-namespace", ns]
+        return argv, b""

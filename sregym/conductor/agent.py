@@ -5,6 +5,7 @@ the namespace, never the fault."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -63,21 +64,29 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
         from sregym.agentplane.plane import AgentPlane
         from sregym.agentplane.prompt import check_prompt, render_prompt
         from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
-        from sregym.cluster.agent_proxy import PROCESS_NAME, AgentApiProxy, proxy_listen_host, proxy_pki
+        from sregym.cluster.agent_proxy import (PROCESS_NAME, AgentApiProxy, PrometheusView, proxy_listen_host,
+                                                proxy_pki)
     except ImportError as e:
         raise PrerequisiteError(f"the agent plane is not available ({e})") from None
     plane_budgets = AgentBudgets(**budgets.model_dump())
     # The agent's API endpoint: the proxy holds the conductor's credentials and acts as the agent's
-    # ServiceAccount; the kubeconfig handed on holds only the proxy's per-run token.
+    # ServiceAccount; the kubeconfig handed on holds only the proxy's per-run token. Metrics go
+    # through a view that serves only Prometheus's query API, without the hidden namespace.
     await anyio.to_thread.run_sync(grant_agent_access, cluster.kube, app.namespace)
     try:
-        proxy = AgentApiProxy(cluster.kube, app.namespace, listen_host=proxy_listen_host(cluster),
+        host = proxy_listen_host(cluster)
+        proxy = AgentApiProxy(cluster.kube, app.namespace, listen_host=host,
                               pki=await anyio.to_thread.run_sync(proxy_pki, cluster))
-        async with proxy:
-            if proxy.pid:
-                on_server(proxy.pid, PROCESS_NAME)
+        async with AsyncExitStack() as helpers:
+            await helpers.enter_async_context(proxy)
+            metrics = (await helpers.enter_async_context(PrometheusView(app.prometheus_url, listen_host=host))
+                       if app.prometheus_url else None)
+            for helper in (proxy, metrics):
+                if helper is not None and helper.pid:
+                    on_server(helper.pid, PROCESS_NAME)
             assert proxy.kubeconfig is not None
-            async with AgentPlane(proxy.kubeconfig, app.namespace, plane_budgets, prometheus_url=app.prometheus_url,
+            async with AgentPlane(proxy.kubeconfig, app.namespace, plane_budgets,
+                                  prometheus_url=metrics.url if metrics else None,
                                   traces_url=app.traces_url, logs_url=app.logs_url) as plane:
                 if plane.server_pid:
                     on_server(plane.server_pid, "sregym.agentplane.server")

@@ -36,6 +36,28 @@ type secrets struct {
 	UpstreamToken string `json:"upstream_token"`
 }
 
+// servePrometheus serves the Prometheus view: no credentials are involved (the query API of the
+// observability stack is open to the cluster's pods anyway), so neither TLS nor a token.
+func servePrometheus(listen, upstream string, hidden []string) {
+	target, err := url.Parse(upstream)
+	if err != nil || target.Scheme == "" || target.Host == "" || len(hidden) == 0 {
+		fail("-prometheus needs a URL and at least one -hide-namespace")
+	}
+	logger := log.New(os.Stderr, "agentproxy: ", log.LstdFlags)
+	v := &PromView{Upstream: target, Filter: NewFilter(hidden), Log: logger,
+		Transport: &http.Transport{Proxy: nil, DisableCompression: true, IdleConnTimeout: 90 * time.Second}}
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		fail("listen on %s: %v", listen, err)
+	}
+	server := &http.Server{Handler: v.handler(), ReadHeaderTimeout: 30 * time.Second, ErrorLog: logger}
+	fmt.Printf("AGENTPROXY_READY http://%s\n", ln.Addr().String())
+	os.Stdout.Sync()
+	if err := server.Serve(ln); err != nil {
+		fail("%v", err)
+	}
+}
+
 // upgradeSplit sends connection upgrades (exec, attach, port-forward over SPDY or WebSocket) on
 // HTTP/1.1 connections of their own: an upgrade cannot ride a pooled HTTP/2 connection.
 type upgradeSplit struct{ plain, upgrade http.RoundTripper }
@@ -65,7 +87,12 @@ func main() {
 	user := flag.String("as-user", "", "the identity the agent acts as (Impersonate-User)")
 	flag.Var(&groups, "as-group", "a group of that identity (repeatable)")
 	flag.Var(&hidden, "hide-namespace", "a namespace the agent must not see (repeatable)")
+	prometheus := flag.String("prometheus", "", "serve the agent's view of this Prometheus (plain HTTP) instead")
 	flag.Parse()
+	if *prometheus != "" {
+		servePrometheus(*listen, *prometheus, hidden)
+		return
+	}
 	if *upstream == "" || *user == "" || len(hidden) == 0 || *certFile == "" || *keyFile == "" {
 		fail("-upstream, -as-user, -hide-namespace, -tls-cert and -tls-key are required")
 	}

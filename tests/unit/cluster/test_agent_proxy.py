@@ -125,3 +125,42 @@ def test_a_bad_listen_address_is_one_clear_error(stand_in, tmp_path) -> None:
     pki.ensure_ca()
     with pytest.raises(PrerequisiteError, match="did not start on 192.0.2.1"):
         AgentApiProxy(_kube(stand_in), "shop", pki=pki, listen_host="192.0.2.1").start()
+
+
+class StandInPrometheus(BaseHTTPRequestHandler):
+    """Answers every query with one visible and one hidden series."""
+
+    def _answer(self) -> None:
+        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+            {"metric": {"namespace": "shop", "pod": "web"}, "value": [1, "1"]},
+            {"metric": {"namespace": "node-ops", "pod": "helper"}, "value": [1, "1"]}]}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = _answer
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_prometheus_view_serves_only_queries_without_the_hidden_namespace() -> None:
+    from sregym.cluster.agent_proxy import PrometheusView
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), StandInPrometheus)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with PrometheusView(f"http://127.0.0.1:{server.server_address[1]}") as view:
+            with urllib.request.urlopen(f"{view.url}/api/v1/query?query=up", timeout=10) as r:  # noqa: S310
+                series = json.loads(r.read())["data"]["result"]
+            posted = urllib.request.Request(f"{view.url}/api/v1/query", data=b"query=up", method="POST")
+            with urllib.request.urlopen(posted, timeout=10) as r:  # noqa: S310
+                assert len(json.loads(r.read())["data"]["result"]) == 1
+            with pytest.raises(urllib.error.HTTPError) as refused:
+                urllib.request.urlopen(f"{view.url}/api/v1/targets?state=dropped", timeout=10)  # noqa: S310
+    finally:
+        server.shutdown()
+    assert [s["metric"]["pod"] for s in series] == ["web"]
+    assert refused.value.code == 404

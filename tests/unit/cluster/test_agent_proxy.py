@@ -164,3 +164,21 @@ def test_prometheus_view_serves_only_queries_without_the_hidden_namespace() -> N
         server.shutdown()
     assert [s["metric"]["pod"] for s in series] == ["web"]
     assert refused.value.code == 404
+
+
+def test_cleanup_stops_a_killed_runs_proxy_by_its_journaled_pid(tmp_path) -> None:
+    from sregym.cluster.agent_proxy import PROCESS_NAME, PrometheusView
+    from sregym.conductor.cleanup import cleanup_all
+    from sregym.conductor.journal import Journal, RunHeader
+
+    view = PrometheusView("http://127.0.0.1:9")  # never asked: nothing is sent upstream
+    view.start()
+    try:
+        journal = Journal("r-proxy", tmp_path)
+        journal.start(RunHeader(run_id="r-proxy", problem_id="p", pid=999_999_999))
+        journal.process(view.pid, PROCESS_NAME)  # as run_agent's on_server does
+        [result] = cleanup_all(lambda header: None, directory=tmp_path)
+        assert result.stopped == [f"{PROCESS_NAME} ({view.pid})"] and result.closed
+        assert view._proc.wait(timeout=10) == -9
+    finally:
+        view.stop()

@@ -119,6 +119,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		info.subresourceStream = true
 	}
 	if info.api && !info.subresourceStream {
+		// No chunked lists: a continue token is the storage key of the page's last object, which
+		// may be a hidden one (base64 of "node-ops/<pod>"). Whole lists carry no token.
+		q.Del("limit")
+		q.Del("continue")
 		if strings.Contains(r.Header.Get("Accept"), "as=Table") {
 			// full objects in rows: the filter judges each row by its namespace and, for events,
 			// by what they are about

@@ -260,3 +260,13 @@ func TestJSONAccept(t *testing.T) {
 		}
 	}
 }
+
+func TestListsAreNeverChunked(t *testing.T) {
+	up := &upstream{body: podList}
+	srv := start(t, up)
+	get(t, srv, "/api/v1/pods?limit=1&continue=abc&labelSelector=app%3Dweb", nil)
+	q := up.got.URL.Query()
+	if q.Has("limit") || q.Has("continue") || q.Get("labelSelector") != "app=web" {
+		t.Errorf("forwarded query %q", up.got.URL.RawQuery)
+	}
+}

@@ -83,7 +83,7 @@ def test_every_output_form_shows_the_cluster_without_the_fault_plane(scene) -> N
         ["get", "pods", "-A"], ["get", "pods", "-A", "-o", "wide"], ["get", "pods", "-A", "-o", "json"],
         ["get", "pods", "-A", "-o", "yaml"], ["get", "pods", "-A", "-o", "name"],
         ["get", "pods", "-A", "-o", "jsonpath={range .items[*]}{.metadata.namespace}/{.metadata.name} {end}"],
-        ["get", "pods", "-A", "--show-labels"], ["get", "events", "-A"], ["get", "events", "-A", "-o", "wide"],
+        ["get", "pods", "-A", "--show-labels"], ["get", "pods", "-A", "--chunk-size=1", "-o", "json"], ["get", "events", "-A"], ["get", "events", "-A", "-o", "wide"],
         ["get", "events", "-A", "-o", "json"], ["get", "events.events.k8s.io", "-A", "-o", "yaml"],
         ["get", "all", "-A"], ["get", "ns"], ["get", "ns", "-o", "yaml"], ["describe", "node", node],
         ["describe", "pod", "web", "-n", ns], ["get", "--raw", "/api/v1/pods"], ["get", "--raw", "/api/v1/events"],

@@ -270,3 +270,22 @@ func TestListsAreNeverChunked(t *testing.T) {
 		t.Errorf("forwarded query %q", up.got.URL.RawQuery)
 	}
 }
+
+func TestNotModifiedDiscoveryPasses(t *testing.T) {
+	srv := start(t, &upstream{code: 304, ct: " "})
+	if resp, _ := get(t, srv, "/apis", map[string]string{"If-None-Match": `"abc"`}); resp.StatusCode != 304 {
+		t.Errorf("a cached discovery answer was refused: %d", resp.StatusCode)
+	}
+}
+
+func TestEventTablesAreJudgedByWhatTheEventIsAbout(t *testing.T) {
+	table := `{"kind":"Table","apiVersion":"meta.k8s.io/v1","rows":[
+	 {"cells":["Scheduled"],"object":{"kind":"Event","metadata":{"name":"a","namespace":"shop"},"involvedObject":{"kind":"Pod","namespace":"shop","name":"web-1"}}},
+	 {"cells":["Killing"],"object":{"kind":"Event","metadata":{"name":"b","namespace":"default"},"involvedObject":{"kind":"Pod","namespace":"node-ops","name":"x"}}}]}`
+	up := &upstream{body: table}
+	srv := start(t, up)
+	_, body := get(t, srv, "/api/v1/events", map[string]string{"Accept": "application/json;as=Table;v=v1;g=meta.k8s.io"})
+	if strings.Contains(body, "node-ops") || strings.Contains(body, "Killing") || !strings.Contains(body, "Scheduled") {
+		t.Errorf("body %s", body)
+	}
+}

@@ -90,7 +90,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// Only a clean, unambiguous path is judged and forwarded: what is checked is what is sent.
-	if r.URL.RawPath != "" && r.URL.RawPath != r.URL.Path || path.Clean("/"+r.URL.Path) != r.URL.Path {
+	trailing := len(r.URL.Path) > 1 && strings.HasSuffix(r.URL.Path, "/")
+	if r.URL.RawPath != "" && r.URL.RawPath != r.URL.Path ||
+		path.Clean("/"+r.URL.Path) != strings.TrimSuffix(r.URL.Path, "/") && r.URL.Path != "/" {
 		status(w, http.StatusBadRequest, "BadRequest", "the request path must be in canonical form")
 		return
 	}
@@ -131,6 +133,9 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		r.Header.Set("Accept", jsonAccept(r.Header.Get("Accept")))
 	}
 	r.URL.Path = "/" + strings.Join(segs, "/")
+	if trailing { // /version/ is what some clients ask for
+		r.URL.Path += "/"
+	}
 	r.URL.RawPath = ""
 	r.URL.RawQuery = q.Encode()
 	r.RequestURI = ""

@@ -139,6 +139,14 @@ func TestNonCanonicalPathsAndTheNodeProxyAreRefused(t *testing.T) {
 	}
 }
 
+func TestATrailingSlashIsKept(t *testing.T) {
+	up := &upstream{body: `{"major":"1"}`}
+	srv := start(t, up)
+	if resp, _ := get(t, srv, "/version/", nil); resp.StatusCode != 200 || up.got.URL.Path != "/version/" {
+		t.Errorf("%d %v", resp.StatusCode, up.got)
+	}
+}
+
 func TestAcceptIsForcedToJSON(t *testing.T) {
 	up := &upstream{body: `{"kind":"PodList","items":[]}`}
 	srv := start(t, up)

@@ -43,10 +43,9 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
         ("kubectl", {"command": "get secrets -n kube-system"}),
         ("kubectl", {"command": f"get pods -n {hidden} --kubeconfig={admin_kubeconfig}"}),
         ("kubectl", {"command": f"create configmap loot -n {ns} --from-file={admin_kubeconfig}"}),
+        ("kubectl", {"command": f"get configmaps -n {hidden} -o yaml"}),
         ("kubectl", {"command": f"get pods -n {hidden} --as=system:admin"}),
         ("kubectl", {"command": "config view --raw"}),
-        ("query_logs", {"namespace": hidden}),
-        ("query_logs", {"namespace": "kube-system"}),
     ]
     harvest_calls = [
         ("kubectl", {"command": f"get all,configmaps,secrets,events,serviceaccounts,roles,rolebindings,"
@@ -56,7 +55,8 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
         ("kubectl", {"command": "get pods -A -o wide"}),
         ("kubectl", {"command": "get events -A -o json"}),
         ("kubectl", {"command": f"get all -n {hidden}"}),
-        ("kubectl", {"command": f"get configmaps -n {hidden} -o yaml"}),
+        ("query_logs", {"namespace": hidden}),  # a namespace that does not exist: no lines
+        ("query_logs", {"namespace": "kube-system"}),  # an on-call SRE reads any namespace's logs
         ("kubectl", {"command": f"logs deploy/web -n {ns} --tail=200"}),
         ("kubectl", {"command": f"auth can-i --list -n {hidden}"}),
         ("kubectl", {"command": "auth can-i --list -n no-such-namespace-here"}),
@@ -108,7 +108,7 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
     hidden_series = [r for name, args, r in harvested if name == "query_metrics" and hidden in json.dumps(args)]
     assert all(not r.structured_content["series"] for r in hidden_series)
     # the hidden namespace's rights are those of any namespace that does not exist
-    can_i = [r.structured_content for name, args, r in harvested if "can-i" in json.dumps(args)]
+    can_i = [r.structured_content["output"] for name, args, r in harvested if "can-i" in json.dumps(args)]
     assert can_i[0] == can_i[1]
     for name, args, result in harvested:
         body = json.dumps(result.structured_content) if result.structured_content else result.content[0].text
@@ -120,13 +120,13 @@ def test_the_raw_kubeconfig_cannot_reach_the_fault_plane(agent_kubeconfig, app) 
     text = agent_kubeconfig.read_text()
     assert not leaks(text, [*SECRET_WORDS, app.problem_id]) and "client-key" not in text
     empty = (lambda: agent.core.list_namespaced_pod(HIDDEN_NAMESPACE),
-             lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE),
              lambda: agent.apps.list_namespaced_daemon_set(HIDDEN_NAMESPACE))
     for attempt in empty:  # as in any namespace that does not exist
         assert attempt().items == []
     for attempt, status in ((lambda: agent.core.read_namespaced_pod_log(app.hidden_pod, HIDDEN_NAMESPACE), 404),
                             (lambda: agent.core.read_namespace(HIDDEN_NAMESPACE), 404),
                             (lambda: agent.core.list_namespaced_secret(HIDDEN_NAMESPACE), 403),
+                            (lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE), 403),
                             (lambda: agent.core.list_secret_for_all_namespaces(), 403),
                             (lambda: agent.rbac.list_cluster_role_binding(), 403)):
         with pytest.raises(ApiException) as refused:

@@ -17,6 +17,7 @@ from mcp import Client
 from agentplane_cluster_fixtures import SECRET_WORDS, agent_kubeconfig, app, stack  # noqa: F401 - fixtures
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
+from sregym.cluster.agent_proxy import PrometheusView
 from sregym.cluster.kube import Kube
 from sregym.cluster.local.paths import LocalPaths
 from sregym.core.constants import HIDDEN_NAMESPACE
@@ -69,9 +70,9 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
     ]
 
     async def go():
-        async with AgentPlane(agent_kubeconfig, ns, AgentBudgets(steps=100, seconds=600),
-                              prometheus_url=stack["prometheus"], traces_url=stack["traces"],
-                              logs_url=stack["logs"]) as plane:
+        async with PrometheusView(stack["prometheus"]) as metrics, \
+                AgentPlane(agent_kubeconfig, ns, AgentBudgets(steps=100, seconds=600), prometheus_url=metrics.url,
+                           traces_url=stack["traces"], logs_url=stack["logs"]) as plane:
             environ = Path(f"/proc/{plane.server_pid}/environ").read_bytes().decode(errors="replace")
             cmdline = Path(f"/proc/{plane.server_pid}/cmdline").read_bytes().decode(errors="replace")
             async with Client(plane.mcp_url) as mcp:

@@ -113,13 +113,7 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	info.namespaces = last == "namespaces" || (len(segs) >= 2 && segs[len(segs)-2] == "namespaces" && !info.aliased)
 	q := r.URL.Query()
 	info.watch = q.Get("watch") == "true" || q.Get("watch") == "1" || contains(segs, "watch")
-	switch last {
-	case "log", "exec", "attach", "portforward", "proxy":
-		info.subresourceStream = true
-	}
-	if len(segs) >= 2 && segs[len(segs)-2] == "proxy" || contains(segs, "proxy") {
-		info.subresourceStream = true
-	}
+	info.subresourceStream = info.api && streamingSubresource(segs)
 	if info.api && !info.subresourceStream {
 		// No chunked lists: a continue token is the storage key of the page's last object, which
 		// may be a hidden one (base64 of "node-ops/<pod>"). Whole lists carry no token.
@@ -141,6 +135,34 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 	r.RequestURI = ""
 	r = r.WithContext(contextWith(r.Context(), info))
 	p.rp.ServeHTTP(w, r)
+}
+
+// streamingSubresource reports whether an API path names a subresource whose body is not an API
+// object (logs, exec, attach, port-forward, proxied content): /api/v1[/namespaces/NS]/RES/NAME/SUB
+// or /apis/GROUP/VERSION[/namespaces/NS]/RES/NAME/SUB.
+func streamingSubresource(segs []string) bool {
+	base := 2
+	if segs[0] == "apis" {
+		base = 3
+	}
+	if len(segs) <= base {
+		return false
+	}
+	rest := segs[base:]
+	if rest[0] == "watch" {
+		rest = rest[1:]
+	}
+	if len(rest) > 2 && rest[0] == "namespaces" {
+		rest = rest[2:]
+	}
+	if len(rest) < 3 {
+		return false
+	}
+	switch rest[2] {
+	case "log", "exec", "attach", "portforward", "proxy":
+		return true
+	}
+	return false
 }
 
 func contains(list []string, s string) bool {

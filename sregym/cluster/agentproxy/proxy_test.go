@@ -297,3 +297,22 @@ func TestEventTablesAreJudgedByWhatTheEventIsAbout(t *testing.T) {
 		t.Errorf("body %s", body)
 	}
 }
+
+func TestStreamingSubresources(t *testing.T) {
+	cases := map[string]bool{
+		"/api/v1/namespaces/shop/pods/web/log":            true,
+		"/api/v1/namespaces/shop/pods/web/exec":           true,
+		"/api/v1/namespaces/shop/services/web:80/proxy/x": true,
+		"/api/v1/namespaces/log":                          false,
+		"/api/v1/namespaces/proxy/pods":                   false,
+		"/api/v1/namespaces/shop/pods/proxy":              false,
+		"/api/v1/pods":                                    false,
+		"/apis/apps/v1/namespaces/shop/deployments/web":   false,
+		"/api/v1/namespaces/shop/status":                  false,
+	}
+	for p, want := range cases {
+		if got := streamingSubresource(segments(p)); got != want {
+			t.Errorf("%s: %v, want %v", p, got, want)
+		}
+	}
+}

@@ -178,3 +178,18 @@ def test_no_credential_the_agent_holds_opens_the_api_server(scene, cluster) -> N
         with pytest.raises(urllib.error.HTTPError) as denied:
             urllib.request.urlopen(bad, context=pctx, timeout=10)  # noqa: S310 - our proxy
         assert denied.value.code == 401
+
+
+def test_pods_reach_the_proxy_and_trust_its_certificate(scene) -> None:
+    """A sandbox pod will use this kubeconfig: the proxy's address and CA must work from a pod."""
+    proxy, ns = scene["proxy"], scene["ns"]
+    script = ("import json, ssl, sys, urllib.request\n"
+              "url, token, ca = sys.stdin.read().split('\\n', 2)\n"
+              "ctx = ssl.create_default_context(cadata=ca)\n"
+              "req = urllib.request.Request(url, headers={'Authorization': 'Bearer ' + token})\n"
+              "print(json.load(urllib.request.urlopen(req, context=ctx, timeout=10))['items'][0]['metadata']['name'])\n")
+    out = subprocess.run([kubectl_path(), "--kubeconfig", str(scene["kubeconfig"]), "exec", "-i", "web", "-n", ns,
+                          "--", "python3", "-c", script],
+                         input=f"{proxy.url}/api/v1/namespaces/{ns}/pods\n{proxy.token}\n{proxy.ca_data.decode()}",
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0 and out.stdout.strip() == "web", out.stderr

@@ -1,8 +1,8 @@
 """``sregym mcp serve|access|revoke``, ``sregym agents``, ``sregym trajectory export``.
 
-For agents that bring their own tools (or their own loop): mint an RBAC-limited kubeconfig with
-``sregym mcp access``, then serve the MCP tools with ``sregym mcp serve``; both print the raw
-endpoints an agent may use directly.
+For agents that bring their own tools (or their own loop): serve the agent's API proxy and get its
+kubeconfig with ``sregym mcp access`` (it runs until stopped), then serve the MCP tools with
+``sregym mcp serve``; both print the raw endpoints an agent may use directly.
 """
 
 from __future__ import annotations
@@ -95,16 +95,35 @@ def serve(
 def access(namespace: NamespaceOpt,
            out: Annotated[Optional[Path], typer.Option(help="Folder for agent.kubeconfig (default: under "
                                                        "/var/lib/sregym/agent-access/NAMESPACE).")] = None,
-           hours: Annotated[float, typer.Option(min=0.2, help="Token lifetime.")] = 4.0,
+           hours: Annotated[float, typer.Option(min=0.01, help="How long the agent's API proxy serves.")] = 4.0,
            kubeconfig: KubeconfigOpt = None, context: ContextOpt = None) -> None:
-    """Create the agent's ServiceAccount and RBAC in NAMESPACE and print its kubeconfig path."""
-    from sregym.cluster.agent_access import create_agent_access
+    """Grant the agent's rights in NAMESPACE and serve its API proxy in the foreground.
+
+    The kubeconfig printed on stdout works only while this command runs: it holds a token that only
+    the proxy accepts (the proxy acts as the agent's ServiceAccount and hides the fault plane).
+    Ctrl-C (or --hours) stops the proxy and revokes the access."""
+    import time
+
+    from sregym.cluster.agent_access import access_directory, create_agent_access, revoke_agent_access
+    from sregym.cluster.agent_proxy import AgentApiProxy, proxy_listen_host, proxy_pki
     from sregym.cluster.providers import current_cluster
 
-    path = create_agent_access(current_cluster(kubeconfig, context).kube, namespace, out,
-                               token_seconds=int(hours * 3600))
-    err.print(f"agent kubeconfig for namespace {namespace!r} (token valid {hours:g}h):")
-    typer.echo(str(path))
+    cluster = current_cluster(kubeconfig, context)
+    path = (out or access_directory(namespace)) / "agent.kubeconfig"
+    try:
+        with AgentApiProxy(cluster.kube, namespace, listen_host=proxy_listen_host(cluster),
+                           pki=proxy_pki(cluster)) as proxy:
+            create_agent_access(cluster.kube, namespace, path.parent, proxy=proxy)
+            err.print(f"agent kubeconfig for namespace {namespace!r}, through the API proxy at {proxy.url} "
+                      f"(serving {hours:g}h; Ctrl-C stops it and revokes the access):")
+            typer.echo(str(path))
+            sys.stdout.flush()
+            time.sleep(hours * 3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        revoke_agent_access(cluster.kube, namespace, kubeconfig=path)
+    err.print(f"agent access in namespace {namespace!r} revoked")
 
 
 @mcp_app.command("revoke")

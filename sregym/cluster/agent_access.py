@@ -1,4 +1,5 @@
-"""The agent's credentials: a ServiceAccount with what an on-call SRE of one app would have.
+"""The agent's rights: a ServiceAccount with what an on-call SRE of one app would have, used only
+through the agent's API proxy (:mod:`sregym.cluster.agent_proxy`).
 
 What the account may do (decided here, documented in docs/agents.md):
 
@@ -7,17 +8,20 @@ What the account may do (decided here, documented in docs/agents.md):
   change what an SRE changes (patch/update/scale/rollout workloads, delete pods and replica sets,
   edit config maps, secrets and services, create/delete network policies, fix Roles and
   RoleBindings, exec into pods);
-- in the observability namespace: read only;
-- cluster-wide: read nodes, namespaces (names only matter: the hidden namespace's name is neutral),
-  persistent volumes, storage classes, node and pod metrics.
-- never: anything in the hidden fault-plane namespace, secrets outside the app namespace,
-  cluster-wide events or pod lists (they would show the hidden namespace's workloads).
+- in the observability namespace: read only (config maps included);
+- cluster-wide: read what an on-call SRE reads in every namespace (pods and their logs, events,
+  services, endpoints, workloads, PVCs, network policies...), nodes, namespaces, persistent
+  volumes, storage classes, node and pod metrics;
+- never: secrets or config maps outside the app and observability namespaces, RBAC objects outside
+  the app namespace, the node proxy, writes outside the app namespace.
 
 Kubernetes RBAC prevents escalation: the account can edit Roles in its namespace but cannot grant
 rights it does not hold.
 
-The token comes from the TokenRequest API (bound to the ServiceAccount, bounded expiry), and the
-kubeconfig (mode 0600) holds only that token, the API server URL and its CA.
+No credential of this account exists: the agent's kubeconfig holds a per-run token that only the
+proxy accepts, and the proxy forwards with the conductor's credentials while impersonating this
+account (:func:`agent_identity`). The proxy also removes the hidden fault-plane namespace from
+everything it returns, which is why cluster-wide reads are safe to grant.
 """
 
 from __future__ import annotations
@@ -25,10 +29,9 @@ from __future__ import annotations
 import base64
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import yaml
-from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from sregym.cluster.kube import Kube, not_found
@@ -37,7 +40,6 @@ from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWN
 from sregym.core.errors import ClusterError, UserInputError
 
 DEFAULT_NAME = "sre-oncall"
-DEFAULT_TOKEN_SECONDS = 4 * 3600
 READ = ["get", "list", "watch"]
 WRITE = ["create", "update", "patch", "delete"]
 
@@ -80,12 +82,36 @@ def observability_rules() -> list[dict[str, Any]]:
 
 
 def cluster_rules() -> list[dict[str, Any]]:
-    """Cluster-wide reads that never list another namespace's objects."""
+    """Cluster-wide reads of an on-call SRE. Safe only behind the agent's API proxy, which removes
+    the hidden namespace's objects from every answer; no secrets, config maps or RBAC objects."""
     return [
-        _rule([""], ["nodes", "namespaces", "persistentvolumes"], READ),
+        _rule([""], ["pods", "pods/log", "services", "endpoints", "events", "persistentvolumeclaims",
+                     "replicationcontrollers", "resourcequotas", "limitranges", "nodes", "namespaces",
+                     "persistentvolumes"], READ),
+        _rule(["apps"], ["deployments", "statefulsets", "daemonsets", "replicasets"], READ),
+        _rule(["batch"], ["jobs", "cronjobs"], READ),
+        _rule(["networking.k8s.io"], ["networkpolicies", "ingresses"], READ),
+        _rule(["policy"], ["poddisruptionbudgets"], READ),
+        _rule(["autoscaling"], ["horizontalpodautoscalers"], READ),
+        _rule(["discovery.k8s.io"], ["endpointslices"], READ),
+        _rule(["events.k8s.io"], ["events"], READ),
         _rule(["storage.k8s.io"], ["storageclasses"], READ),
-        _rule(["metrics.k8s.io"], ["nodes"], READ),
+        _rule(["metrics.k8s.io"], ["nodes", "pods"], READ),
     ]
+
+
+def agent_identity(namespace: str, name: str = DEFAULT_NAME) -> tuple[str, list[str]]:
+    """The user and groups the proxy impersonates: exactly those of the ServiceAccount's own tokens."""
+    return (f"system:serviceaccount:{namespace}:{name}",
+            ["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"])
+
+
+class ProxyEndpoint(Protocol):
+    """What a kubeconfig for the agent needs from its API proxy."""
+
+    url: str
+    ca_data: bytes
+    token: str
 
 
 def _labels() -> dict[str, str]:
@@ -118,14 +144,11 @@ def access_directory(namespace: str) -> Path:
     return state_root() / "agent-access" / namespace
 
 
-def create_agent_access(kube: Kube, namespace: str, directory: Path | None = None, *, name: str = DEFAULT_NAME,
-                        hidden_namespace: str = HIDDEN_NAMESPACE,
-                        observability_namespace: str | None = OBSERVABILITY_NAMESPACE,
-                        token_seconds: int = DEFAULT_TOKEN_SECONDS) -> Path:
-    """Create the agent's ServiceAccount and RBAC in ``namespace``; write its kubeconfig; return its path.
-
-    The kubeconfig goes to ``directory`` (default :func:`access_directory`) as ``agent.kubeconfig``.
-    Re-running converges (objects are replaced) and mints a fresh token."""
+def grant_agent_access(kube: Kube, namespace: str, *, name: str = DEFAULT_NAME,
+                       hidden_namespace: str = HIDDEN_NAMESPACE,
+                       observability_namespace: str | None = OBSERVABILITY_NAMESPACE) -> tuple[str, list[str]]:
+    """Create the agent's ServiceAccount and RBAC for ``namespace``; return the identity the proxy
+    impersonates. No token is minted. Re-running converges (objects are replaced)."""
     if namespace == hidden_namespace or observability_namespace == hidden_namespace:
         raise UserInputError(f"namespace {namespace!r} is the hidden fault-plane namespace; the agent may never "
                              "be granted it", hint="deploy the app in its own namespace")
@@ -161,16 +184,25 @@ def create_agent_access(kube: Kube, namespace: str, directory: Path | None = Non
                {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": _meta(wide),
                 "subjects": subject,
                 "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": wide}})
-        token = core.create_namespaced_service_account_token(name, namespace, body=client.AuthenticationV1TokenRequest(
-            spec=client.V1TokenRequestSpec(audiences=[], expiration_seconds=token_seconds))).status.token
     except ApiException as e:
         raise ClusterError(f"cannot create the agent's access in namespace {namespace!r}: {e.reason} "
                            f"(HTTP {e.status}) {(e.body or '')[:300]}") from None
-    return write_kubeconfig(kube, (directory or access_directory(namespace)) / "agent.kubeconfig", token, namespace,
+    return agent_identity(namespace, name)
+
+
+def create_agent_access(kube: Kube, namespace: str, directory: Path | None = None, *, proxy: ProxyEndpoint,
+                        name: str = DEFAULT_NAME, hidden_namespace: str = HIDDEN_NAMESPACE,
+                        observability_namespace: str | None = OBSERVABILITY_NAMESPACE) -> Path:
+    """Grant the agent's rights (:func:`grant_agent_access`) and write its kubeconfig, which points
+    at ``proxy`` (an open :class:`sregym.cluster.agent_proxy.AgentApiProxy`), to ``directory``
+    (default :func:`access_directory`) as ``agent.kubeconfig``; return its path."""
+    grant_agent_access(kube, namespace, name=name, hidden_namespace=hidden_namespace,
+                       observability_namespace=observability_namespace)
+    return write_kubeconfig((directory or access_directory(namespace)) / "agent.kubeconfig", proxy, namespace,
                             user=name)
 
 
-def _exists(core: client.CoreV1Api, namespace: str) -> bool:
+def _exists(core: Any, namespace: str) -> bool:
     try:
         core.read_namespace(namespace)
         return True
@@ -180,18 +212,14 @@ def _exists(core: client.CoreV1Api, namespace: str) -> bool:
         raise
 
 
-def write_kubeconfig(kube: Kube, path: Path, token: str, namespace: str, *, user: str) -> Path:
-    """A kubeconfig with the API server of ``kube``, its CA, and ``token``; mode 0600."""
-    cfg = kube.api_client.configuration
-    cluster: dict[str, Any] = {"server": cfg.host}
-    if cfg.ssl_ca_cert:
-        cluster["certificate-authority-data"] = base64.b64encode(Path(cfg.ssl_ca_cert).read_bytes()).decode()
-    elif not cfg.verify_ssl:
-        cluster["insecure-skip-tls-verify"] = True
+def write_kubeconfig(path: Path, proxy: ProxyEndpoint, namespace: str, *, user: str = DEFAULT_NAME) -> Path:
+    """A kubeconfig with the proxy's URL, its CA and the proxy token (no credential the API server
+    accepts); mode 0600."""
     doc = {
         "apiVersion": "v1", "kind": "Config",
-        "clusters": [{"name": "cluster", "cluster": cluster}],
-        "users": [{"name": user, "user": {"token": token}}],
+        "clusters": [{"name": "cluster", "cluster": {"server": proxy.url, "certificate-authority-data":
+                                                     base64.b64encode(proxy.ca_data).decode()}}],
+        "users": [{"name": user, "user": {"token": proxy.token}}],
         "contexts": [{"name": user, "context": {"cluster": "cluster", "user": user, "namespace": namespace}}],
         "current-context": user,
     }
@@ -206,7 +234,7 @@ def write_kubeconfig(kube: Kube, path: Path, token: str, namespace: str, *, user
 def revoke_agent_access(kube: Kube, namespace: str, *, name: str = DEFAULT_NAME,
                         observability_namespace: str | None = OBSERVABILITY_NAMESPACE,
                         kubeconfig: Path | None = None) -> None:
-    """Delete what :func:`create_agent_access` made (its token dies with the ServiceAccount). Idempotent."""
+    """Delete what :func:`grant_agent_access` made (the proxy's impersonation is refused from then on). Idempotent."""
     rbac, core = kube.rbac, kube.core
     wide = cluster_scope_name(name, namespace)
     deletions = [

@@ -11,6 +11,7 @@ reuses them and a cold one builds them once.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import shutil
@@ -218,6 +219,52 @@ def build_all(components=COMPONENTS, log=print) -> None:
         build(component, log=log)
 
 
+# The agent's API proxy: a Go module of our own in the repository (standard library only, so it
+# builds offline in seconds), cached by a hash of its sources rather than by a version.
+AGENT_PROXY_SOURCE = Path(__file__).resolve().parent / "agentproxy"
+
+
+def agent_proxy_sources(source: Path = AGENT_PROXY_SOURCE) -> list[Path]:
+    return sorted(p for p in source.iterdir() if p.name == "go.mod" or (p.suffix == ".go" and not p.name.endswith("_test.go")))
+
+
+def agent_proxy_binary(source: Path = AGENT_PROXY_SOURCE) -> Path:
+    """Where the proxy built from ``source`` lives (its directory name carries the sources' hash)."""
+    digest = hashlib.sha256()
+    for f in agent_proxy_sources(source):
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return cache_root() / "bin" / f"agentproxy-{digest.hexdigest()[:16]}" / "agentproxy"
+
+
+def build_agent_proxy(log=print, source: Path = AGENT_PROXY_SOURCE) -> Path:
+    """Build the agent API proxy unless this version of its sources is cached; return the binary."""
+    binary = agent_proxy_binary(source)
+    if binary.is_file():
+        return binary
+    if shutil.which("go") is None:
+        raise BuildError("`go` is not on PATH; install Go >= 1.25 (it builds the agent's API proxy)")
+    binary.parent.parent.mkdir(parents=True, exist_ok=True)
+    with open(binary.parent.with_name(binary.parent.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if binary.is_file():
+            return binary
+        tmp = binary.parent.with_name(binary.parent.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        env = dict(os.environ, CGO_ENABLED="0", GOFLAGS="-buildvcs=false", GOTOOLCHAIN="local", GOPROXY="off")
+        proc = subprocess.run(["go", "build", "-trimpath", "-ldflags", "-s -w", "-o", str(tmp / binary.name), "."],
+                              cwd=source, env=env, capture_output=True, text=True)
+        if proc.returncode != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise BuildError(f"building the agent API proxy from {source} failed:\n{proc.stderr.strip()[-2000:]}")
+        shutil.rmtree(binary.parent, ignore_errors=True)
+        tmp.rename(binary.parent)
+    log(f"built the agent API proxy ({binary})")
+    return binary
+
+
 if __name__ == "__main__":  # used by .ci/run before the package is installed
     wanted = set(sys.argv[1:])
     build_all([c for c in COMPONENTS if not wanted or c.name in wanted])
+    if not wanted or "agentproxy" in wanted:
+        build_agent_proxy()

@@ -5,6 +5,7 @@ the namespace, never the fault."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -53,35 +54,53 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
                     on_server: Callable[[int, str], None] = lambda pid, what: None) -> Trajectory:
     """Run one agent against the live incident and return what it did.
 
-    The agent gets an RBAC-limited kubeconfig (revoked afterwards) and the SRE prompt, which is
-    checked not to contain ``forbidden_words`` (problem id, injector names). ``on_server(pid, module)``
-    is told the tool server's process so a killed run's server can be stopped by cleanup."""
+    The agent gets a kubeconfig for its API proxy (which acts as the agent's RBAC-limited
+    ServiceAccount and hides the fault plane; access revoked afterwards) and the SRE prompt, which
+    is checked not to contain ``forbidden_words`` (problem id, injector names). ``on_server(pid,
+    what)`` is told each helper process (the API proxy, the tool server) so a killed run's
+    processes can be stopped by cleanup."""
     try:
         from sregym.agentplane.budgets import AgentBudgets
         from sregym.agentplane.plane import AgentPlane
         from sregym.agentplane.prompt import check_prompt, render_prompt
-        from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+        from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
+        from sregym.cluster.agent_proxy import (PROCESS_NAME, AgentApiProxy, PrometheusView, proxy_listen_host,
+                                                proxy_pki)
     except ImportError as e:
         raise PrerequisiteError(f"the agent plane is not available ({e})") from None
     plane_budgets = AgentBudgets(**budgets.model_dump())
-    kubeconfig = await anyio.to_thread.run_sync(create_agent_access, cluster.kube, app.namespace)
+    # The agent's API endpoint: the proxy holds the conductor's credentials and acts as the agent's
+    # ServiceAccount; the kubeconfig handed on holds only the proxy's per-run token. Metrics go
+    # through a view that serves only Prometheus's query API, without the hidden namespace.
+    await anyio.to_thread.run_sync(grant_agent_access, cluster.kube, app.namespace)
     try:
-        async with AgentPlane(kubeconfig, app.namespace, plane_budgets, prometheus_url=app.prometheus_url,
-                              traces_url=app.traces_url, logs_url=app.logs_url) as plane:
-            if plane.server_pid:
-                on_server(plane.server_pid, "sregym.agentplane.server")
-            prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),
-                                   traces=bool(app.traces_url), mcp_url=plane.mcp_url)
-            try:
-                check_prompt(prompt, forbidden_words)
-            except ValueError as e:  # the alert names the problem or a primitive: fix the problem file
-                raise UserInputError(f"{e}; the alert must not give the fault away") from None
-            task = plane.task(prompt=prompt, seed=seed)
-            result = await plane.run_agent(runner, task)
-            if result.stop_reason != "submitted" or result.error:
-                note(f"agent {agent} stopped: {result.stop_reason}{': ' + result.error if result.error else ''}")
-            return plane.trajectory(result)
+        host = proxy_listen_host(cluster)
+        proxy = AgentApiProxy(cluster.kube, app.namespace, listen_host=host,
+                              pki=await anyio.to_thread.run_sync(proxy_pki, cluster))
+        async with AsyncExitStack() as helpers:
+            await helpers.enter_async_context(proxy)
+            metrics = (await helpers.enter_async_context(PrometheusView(app.prometheus_url, listen_host=host))
+                       if app.prometheus_url else None)
+            for helper in (proxy, metrics):
+                if helper is not None and helper.pid:
+                    on_server(helper.pid, PROCESS_NAME)
+            assert proxy.kubeconfig is not None
+            async with AgentPlane(proxy.kubeconfig, app.namespace, plane_budgets,
+                                  prometheus_url=metrics.url if metrics else None,
+                                  traces_url=app.traces_url, logs_url=app.logs_url) as plane:
+                if plane.server_pid:
+                    on_server(plane.server_pid, "sregym.agentplane.server")
+                prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),
+                                       traces=bool(app.traces_url), mcp_url=plane.mcp_url)
+                try:
+                    check_prompt(prompt, forbidden_words)
+                except ValueError as e:  # the alert names the problem or a primitive: fix the problem file
+                    raise UserInputError(f"{e}; the alert must not give the fault away") from None
+                task = plane.task(prompt=prompt, seed=seed)
+                result = await plane.run_agent(runner, task)
+                if result.stop_reason != "submitted" or result.error:
+                    note(f"agent {agent} stopped: {result.stop_reason}{': ' + result.error if result.error else ''}")
+                return plane.trajectory(result)
     finally:
         with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(lambda: revoke_agent_access(cluster.kube, app.namespace,
-                                                                       kubeconfig=kubeconfig))
+            await anyio.to_thread.run_sync(lambda: revoke_agent_access(cluster.kube, app.namespace))

@@ -1,6 +1,7 @@
 """Fixtures shared by the agent plane's cluster tests: the observability stack, a small app in its own
 namespace (logs a unique marker, serves a metric, sends a trace), a fault-plane workload in the hidden
-namespace that shouts the words the agent must never see, and the agent's RBAC-limited kubeconfig."""
+namespace that shouts the words the agent must never see, and the agent's kubeconfig (for its API
+proxy, which acts as the RBAC-limited ServiceAccount and hides the fault plane)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ from kubernetes import client
 from kubernetes.client.exceptions import ApiException
 
 from sregym.apps import observability
-from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
+from sregym.cluster.agent_proxy import AgentApiProxy, proxy_listen_host, proxy_pki
 from sregym.cluster.images import build_images, image_ref
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 
@@ -140,9 +142,16 @@ def app(cluster, stack):
                 raise
 
 
+def open_agent_proxy(cluster, namespace: str, kubeconfig_path: Path, **kwargs) -> AgentApiProxy:
+    """The agent's API proxy as a run opens it (on the node's address, with the cluster's CA)."""
+    return AgentApiProxy(cluster.kube, namespace, listen_host=proxy_listen_host(cluster), pki=proxy_pki(cluster),
+                         kubeconfig_path=kubeconfig_path, **kwargs)
+
+
 @pytest.fixture(scope="module")
 def agent_kubeconfig(cluster, app, tmp_path_factory) -> Path:
     namespace = app.namespace
-    path = create_agent_access(cluster.kube, namespace, tmp_path_factory.mktemp("agent"), token_seconds=3600)
-    yield path
-    revoke_agent_access(cluster.kube, namespace, kubeconfig=path)
+    grant_agent_access(cluster.kube, namespace)
+    with open_agent_proxy(cluster, namespace, tmp_path_factory.mktemp("agent") / "agent.kubeconfig") as proxy:
+        yield proxy.kubeconfig
+    revoke_agent_access(cluster.kube, namespace, kubeconfig=proxy.kubeconfig)

@@ -7,7 +7,7 @@ import pytest
 from kubernetes.client.exceptions import ApiException
 from mcp import Client
 
-from agentplane_cluster_fixtures import agent_kubeconfig, app, eventually, stack  # noqa: F401 - fixtures
+from agentplane_cluster_fixtures import agent_kubeconfig, app, eventually, open_agent_proxy, stack  # noqa: F401 - fixtures
 from sregym.agentplane.agents.base import mcp_client
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
@@ -100,7 +100,9 @@ def test_query_logs_without_a_log_service_reads_the_kubernetes_api(agent_kubecon
     assert tools == {"kubectl", "query_logs", "submit_diagnosis", "submit_mitigation"}  # no backends: not offered
     assert logs.structured_content["source"] == "kubernetes api"
     assert all(marker in line["line"] for line in logs.structured_content["lines"])
-    assert hidden.is_error and "cannot list pods" in hidden.content[0].text
+    # behind the proxy the hidden namespace is one that does not exist: no pods, no lines
+    assert app.hidden_pod not in hidden.content[0].text
+    assert hidden.is_error or not hidden.structured_content.get("lines")
 
 
 def test_agent_kubeconfig_has_an_sres_rights_and_no_more(agent_kubeconfig, app) -> None:
@@ -109,16 +111,24 @@ def test_agent_kubeconfig_has_an_sres_rights_and_no_more(agent_kubeconfig, app) 
     assert oct(agent_kubeconfig.stat().st_mode & 0o777) == "0o600"
     assert agent.core.list_namespaced_pod(namespace).items
     agent.apps.patch_namespaced_deployment("web", namespace, {"metadata": {"annotations": {"on-call/note": "checked"}}})
-    assert {n.metadata.name for n in agent.core.list_namespace().items} >= {namespace, HIDDEN_NAMESPACE}
+    names = {n.metadata.name for n in agent.core.list_namespace().items}
+    assert namespace in names and HIDDEN_NAMESPACE not in names
     assert agent.core.list_node().items
+    # an on-call SRE's cluster-wide reads work, and show nothing of the hidden namespace
+    pods = agent.core.list_pod_for_all_namespaces().items
+    assert any(p.metadata.namespace == namespace for p in pods)
+    assert not any(p.metadata.namespace == HIDDEN_NAMESPACE for p in pods)
+    assert not any(e.involved_object.namespace == HIDDEN_NAMESPACE
+                   for e in agent.core.list_event_for_all_namespaces().items)
+    assert agent.core.list_namespaced_pod(HIDDEN_NAMESPACE).items == []  # as in a namespace that does not exist
+    with pytest.raises(ApiException) as missing:
+        agent.core.read_namespace(HIDDEN_NAMESPACE)
+    assert missing.value.status == 404
     denied = [
-        lambda: agent.core.list_namespaced_pod(HIDDEN_NAMESPACE),
-        lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE),
-        lambda: agent.core.list_namespaced_event(HIDDEN_NAMESPACE),
-        lambda: agent.core.list_pod_for_all_namespaces(),
         lambda: agent.core.list_secret_for_all_namespaces(),
         lambda: agent.core.list_namespaced_secret("kube-system"),
-        lambda: agent.core.list_event_for_all_namespaces(),
+        lambda: agent.core.list_config_map_for_all_namespaces(),
+        lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE),
         lambda: agent.rbac.create_namespaced_role_binding(namespace, {
             "metadata": {"name": "escalate"}, "subjects": [{"kind": "ServiceAccount", "name": "sre-oncall",
                                                             "namespace": namespace}],
@@ -132,22 +142,24 @@ def test_agent_kubeconfig_has_an_sres_rights_and_no_more(agent_kubeconfig, app) 
 
 
 def test_revoked_access_stops_working(cluster, app, tmp_path) -> None:
-    from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+    from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
 
     namespace = app.namespace
-    path = create_agent_access(cluster.kube, namespace, tmp_path, name="sre-temp", token_seconds=600)
-    assert Kube(path).core.list_namespaced_pod(namespace).items is not None
-    revoke_agent_access(cluster.kube, namespace, name="sre-temp")
-    revoke_agent_access(cluster.kube, namespace, name="sre-temp")  # idempotent
+    grant_agent_access(cluster.kube, namespace, name="sre-temp")
+    with open_agent_proxy(cluster, namespace, tmp_path / "agent.kubeconfig", service_account="sre-temp") as proxy:
+        path = proxy.kubeconfig
+        assert Kube(path).core.list_namespaced_pod(namespace).items is not None
+        revoke_agent_access(cluster.kube, namespace, name="sre-temp")
+        revoke_agent_access(cluster.kube, namespace, name="sre-temp")  # idempotent
 
-    def refused() -> bool:
-        try:
-            Kube(path).core.list_namespaced_pod(namespace)
-        except ApiException as e:
-            return e.status in (401, 403)
-        return False
+        def refused() -> bool:
+            try:
+                Kube(path).core.list_namespaced_pod(namespace)
+            except ApiException as e:
+                return e.status in (401, 403)
+            return False
 
-    assert eventually(refused, 30, 1), "the token still works after revoke"
+        assert eventually(refused, 30, 1), "the proxy still acts as the account after revoke"
     with pytest.raises(ApiException):
         cluster.kube.core.read_namespaced_service_account("sre-temp", namespace)
 

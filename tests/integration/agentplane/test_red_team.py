@@ -1,6 +1,7 @@
 """Red team: act as the agent — through the MCP tools and with the raw kubeconfig — and try to find the
-fault plane. Every read of the hidden namespace must be refused, and nothing the agent can read may
-name the problem id, an injector, or words like fault, inject, chaos."""
+fault plane. Behind the agent's API proxy the hidden namespace is one that does not exist: reads of
+its objects are refused or empty, and nothing the agent can read may name the problem id, an
+injector, or words like fault, inject, chaos."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from agentplane_cluster_fixtures import SECRET_WORDS, agent_kubeconfig, app, sta
 from sregym.agentplane.agents.base import mcp_client
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
+from sregym.cluster.agent_proxy import PrometheusView
 from sregym.cluster.kube import Kube
 from sregym.cluster.local.paths import LocalPaths
 from sregym.core.constants import HIDDEN_NAMESPACE
@@ -35,29 +37,30 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
     admin_kubeconfig = str(LocalPaths().admin_kubeconfig)
 
     refused_calls = [
-        ("kubectl", {"command": f"get all -n {hidden}"}),
-        ("kubectl", {"command": f"get configmaps -n {hidden} -o yaml"}),
         ("kubectl", {"command": f"logs {app.hidden_pod} -n {hidden}"}),
         ("kubectl", {"command": f"describe pod {app.hidden_pod} -n {hidden}"}),
-        ("kubectl", {"command": "get pods -A"}),
+        ("kubectl", {"command": f"get namespace {hidden} -o yaml"}),
         ("kubectl", {"command": "get secrets -A"}),
-        ("kubectl", {"command": "get events -A"}),
         ("kubectl", {"command": "get secrets -n kube-system"}),
         ("kubectl", {"command": f"get pods -n {hidden} --kubeconfig={admin_kubeconfig}"}),
         ("kubectl", {"command": f"create configmap loot -n {ns} --from-file={admin_kubeconfig}"}),
+        ("kubectl", {"command": f"get configmaps -n {hidden} -o yaml"}),
         ("kubectl", {"command": f"get pods -n {hidden} --as=system:admin"}),
         ("kubectl", {"command": "config view --raw"}),
-        ("query_logs", {"namespace": hidden}),
-        ("query_logs", {"namespace": "kube-system"}),
     ]
     harvest_calls = [
         ("kubectl", {"command": f"get all,configmaps,secrets,events,serviceaccounts,roles,rolebindings,"
                                 f"networkpolicies,endpoints,resourcequotas -n {ns} -o json"}),
         ("kubectl", {"command": "get nodes,namespaces,persistentvolumes,storageclasses -o json"}),
         ("kubectl", {"command": "describe nodes"}),
-        ("kubectl", {"command": f"get namespace {hidden} -o yaml"}),
+        ("kubectl", {"command": "get pods -A -o wide"}),
+        ("kubectl", {"command": "get events -A -o json"}),
+        ("kubectl", {"command": f"get all -n {hidden}"}),
+        ("query_logs", {"namespace": hidden}),  # a namespace that does not exist: no lines
+        ("query_logs", {"namespace": "kube-system"}),  # an on-call SRE reads any namespace's logs
         ("kubectl", {"command": f"logs deploy/web -n {ns} --tail=200"}),
         ("kubectl", {"command": f"auth can-i --list -n {hidden}"}),
+        ("kubectl", {"command": "auth can-i --list -n no-such-namespace-here"}),
         ("query_logs", {"namespace": ns, "limit": 500, "since": "1h"}),
         ("query_logs", {"namespace": ns, "text": app.problem_id}),
         ("query_metrics", {"query": f'count by (namespace, pod) ({{namespace="{hidden}"}})'}),
@@ -67,9 +70,9 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
     ]
 
     async def go():
-        async with AgentPlane(agent_kubeconfig, ns, AgentBudgets(steps=100, seconds=600),
-                              prometheus_url=stack["prometheus"], traces_url=stack["traces"],
-                              logs_url=stack["logs"]) as plane:
+        async with PrometheusView(stack["prometheus"]) as metrics, \
+                AgentPlane(agent_kubeconfig, ns, AgentBudgets(steps=100, seconds=600), prometheus_url=metrics.url,
+                           traces_url=stack["traces"], logs_url=stack["logs"]) as plane:
             environ = Path(f"/proc/{plane.server_pid}/environ").read_bytes().decode(errors="replace")
             cmdline = Path(f"/proc/{plane.server_pid}/cmdline").read_bytes().decode(errors="replace")
             async with mcp_client(plane.mcp_url, plane.mcp_token) as mcp:
@@ -106,25 +109,31 @@ def test_the_agent_cannot_find_the_fault_plane(agent_kubeconfig, app, stack) -> 
                for m in metrics.values())
     hidden_series = [r for name, args, r in harvested if name == "query_metrics" and hidden in json.dumps(args)]
     assert all(not r.structured_content["series"] for r in hidden_series)
-    can_i = next(r for name, args, r in harvested if "can-i" in json.dumps(args)).content[0].text
-    assert not re.search(r"^pods\s", can_i, re.M) and not re.search(r"^configmaps\s", can_i, re.M)
+    # the hidden namespace's rights are those of any namespace that does not exist
+    can_i = [r.structured_content["output"] for name, args, r in harvested if "can-i" in json.dumps(args)]
+    assert can_i[0] == can_i[1]
+    for name, args, result in harvested:
+        body = json.dumps(result.structured_content) if result.structured_content else result.content[0].text
+        assert app.hidden_pod not in body and f"{hidden}/" not in body, f"{name} {args} shows the hidden namespace"
 
 
 def test_the_raw_kubeconfig_cannot_reach_the_fault_plane(agent_kubeconfig, app) -> None:
     agent = Kube(agent_kubeconfig)
     text = agent_kubeconfig.read_text()
     assert not leaks(text, [*SECRET_WORDS, app.problem_id]) and "client-key" not in text
-    for attempt in (lambda: agent.core.list_namespaced_pod(HIDDEN_NAMESPACE),
-                    lambda: agent.core.read_namespaced_pod_log(app.hidden_pod, HIDDEN_NAMESPACE),
-                    lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE),
-                    lambda: agent.core.list_namespaced_secret(HIDDEN_NAMESPACE),
-                    lambda: agent.apps.list_namespaced_daemon_set(HIDDEN_NAMESPACE),
-                    lambda: agent.core.list_secret_for_all_namespaces(),
-                    lambda: agent.core.list_pod_for_all_namespaces(),
-                    lambda: agent.rbac.list_cluster_role_binding()):
+    empty = (lambda: agent.core.list_namespaced_pod(HIDDEN_NAMESPACE),
+             lambda: agent.apps.list_namespaced_daemon_set(HIDDEN_NAMESPACE))
+    for attempt in empty:  # as in any namespace that does not exist
+        assert attempt().items == []
+    for attempt, status in ((lambda: agent.core.read_namespaced_pod_log(app.hidden_pod, HIDDEN_NAMESPACE), 404),
+                            (lambda: agent.core.read_namespace(HIDDEN_NAMESPACE), 404),
+                            (lambda: agent.core.list_namespaced_secret(HIDDEN_NAMESPACE), 403),
+                            (lambda: agent.core.list_namespaced_config_map(HIDDEN_NAMESPACE), 403),
+                            (lambda: agent.core.list_secret_for_all_namespaces(), 403),
+                            (lambda: agent.rbac.list_cluster_role_binding(), 403)):
         with pytest.raises(ApiException) as refused:
             attempt()
-        assert refused.value.status == 403
-    namespace = agent.core.read_namespace(HIDDEN_NAMESPACE)  # the name is visible, so it must be neutral
-    visible = json.dumps(agent.api_client.sanitize_for_serialization(namespace))
-    assert not leaks(visible, [*SECRET_WORDS, app.problem_id, *INJECTORS.names()])
+        assert refused.value.status == status
+    pods = agent.core.list_pod_for_all_namespaces().items
+    assert pods and not any(p.metadata.namespace == HIDDEN_NAMESPACE for p in pods)
+    assert HIDDEN_NAMESPACE not in {n.metadata.name for n in agent.core.list_namespace().items}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from sregym.cluster.agent_proxy import AgentApiProxy
 from sregym.cluster.providers import ExistingCluster
 from sregym.core.errors import ClusterError
 
@@ -18,15 +19,15 @@ def test_admin_kubeconfig_has_every_right_sregym_needs(cluster):
 
 
 def test_a_limited_identity_is_told_exactly_which_rights_are_missing(cluster, namespace, tmp_path):
-    kubeconfig = create_agent_access(cluster.kube, namespace, tmp_path)
     try:
-        with pytest.raises(ClusterError) as err:
-            ExistingCluster(kubeconfig).up()
+        # the agent's identity, as it reaches the API: through its proxy
+        with AgentApiProxy(cluster.kube, namespace) as proxy, pytest.raises(ClusterError) as err:
+            ExistingCluster(create_agent_access(cluster.kube, namespace, tmp_path, proxy=proxy)).up()
         message = str(err.value)
         assert "lacks rights sregym needs" in message
         assert "create namespaces" in message and "create rbac.authorization.k8s.io/clusterroles" in message
     finally:
-        revoke_agent_access(cluster.kube, namespace, kubeconfig=kubeconfig)
+        revoke_agent_access(cluster.kube, namespace, kubeconfig=tmp_path / "agent.kubeconfig")
 
 
 def test_an_unreachable_api_is_one_clear_error(tmp_path):

@@ -1,10 +1,11 @@
-"""The agent's RBAC rules: an SRE's rights in its namespace, and nothing cluster-wide that shows others."""
+"""The agent's RBAC rules: an SRE's rights in its namespace, an on-call SRE's cluster-wide reads (safe
+only behind the API proxy, which hides the fault plane), never other namespaces' secrets or writes."""
 
 from __future__ import annotations
 
 import pytest
 
-from sregym.cluster.agent_access import (app_namespace_rules, cluster_rules, create_agent_access,
+from sregym.cluster.agent_access import (agent_identity, app_namespace_rules, cluster_rules, grant_agent_access,
                                          observability_rules)
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.errors import UserInputError
@@ -21,10 +22,18 @@ def test_no_rule_uses_wildcards_or_escalation_verbs() -> None:
             assert verb not in ("escalate", "bind", "impersonate")
 
 
-def test_cluster_wide_rules_never_list_objects_of_other_namespaces() -> None:
+def test_cluster_wide_rules_are_an_on_call_sres_reads_without_secrets() -> None:
     resources = {r for _, r, _ in grants(cluster_rules())}
-    assert resources == {"nodes", "namespaces", "persistentvolumes", "storageclasses"}
+    assert {"pods", "pods/log", "events", "services", "deployments", "nodes", "namespaces"} <= resources
+    assert not resources & {"secrets", "configmaps", "roles", "rolebindings", "clusterroles", "clusterrolebindings",
+                            "nodes/proxy", "services/proxy", "pods/proxy", "pods/exec", "serviceaccounts/token"}
     assert {v for _, _, v in grants(cluster_rules())} <= {"get", "list", "watch"}
+
+
+def test_the_proxy_impersonates_exactly_the_service_accounts_identity() -> None:
+    user, groups = agent_identity("shop")
+    assert user == "system:serviceaccount:shop:sre-oncall"
+    assert groups == ["system:serviceaccounts", "system:serviceaccounts:shop", "system:authenticated"]
 
 
 def test_observability_is_read_only() -> None:
@@ -44,4 +53,4 @@ def test_the_app_namespace_allows_what_an_sre_does() -> None:
 
 def test_the_hidden_namespace_is_never_granted() -> None:
     with pytest.raises(UserInputError, match="hidden"):
-        create_agent_access(None, HIDDEN_NAMESPACE)  # refused before any API call
+        grant_agent_access(None, HIDDEN_NAMESPACE)  # refused before any API call

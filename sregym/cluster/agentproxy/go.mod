@@ -1,0 +1,3 @@
+module sregym.local/agentproxy
+
+go 1.25

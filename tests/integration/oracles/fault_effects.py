@@ -32,10 +32,14 @@ def once(kind):
     s.settimeout(3)
     if kind == "tcp":
         return "connected"
-    if kind == "redis":
+    if kind == "redis":  # answering at all (NOAUTH included) is alive; MISCONF or silence is not
         s.sendall(b"PING\r\n"); r = s.recv(64)
-        assert r.startswith(b"+PONG"), r
-        return "PONG"
+        assert r.startswith((b"+PONG", b"-NOAUTH")), r
+        return r.decode().strip()
+    if kind == "nats":
+        r = s.recv(16)
+        assert r.startswith(b"INFO"), r
+        return "nats INFO"
     if kind == "memcached":
         s.sendall(b"version\r\n"); r = s.recv(64)
         assert r.startswith(b"VERSION"), r
@@ -66,7 +70,7 @@ except Exception as e:
     print(json.dumps({"ok": False, "detail": f"{type(e).__name__}: {e}"}))
 """
 
-PORT_KINDS = {6379: "redis", 11211: "memcached", 5432: "postgres"}
+PORT_KINDS = {6379: "redis", 11211: "memcached", 5432: "postgres", 4222: "nats"}
 # faults whose cause lives in or under the pod: a restart must not cure them (DESIGN.md invariants)
 # (a hung process, ``process_signal``, is cured by a restart as its real cause, a deadlock, would be)
 POD_SCOPED = {"network_partition", "packet_loss", "bandwidth_limit", "dns_failure", "network_latency",
@@ -221,7 +225,8 @@ def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | Non
     return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
 
 
-def _users_of_configmap(kube, ns: str, name: str) -> list[str]:
+def _users_of(kube, ns: str, name: str) -> list[str]:
+    """Workloads whose pod template names ``name`` (a ConfigMap or Secret they read)."""
     users = []
     for kind in ("deployments", "statefulsets"):
         for w in get_json(kube, "get", kind, "-n", ns)["items"]:
@@ -305,7 +310,7 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
     if inj == "env_var":
         return _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
     if inj == "config_value":
-        users = p.get("restart") or _users_of_configmap(kube, ns, fault.target.name)
+        users = p.get("restart") or _users_of(kube, ns, fault.target.name)
         return _env_in_pods(kube, ns, users, p["key"], p.get("value"))
     if inj == "resource_limits":
         return _limits(kube, ns, fault)
@@ -317,6 +322,10 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         bad = [i for i in images if i.endswith(f":{p.get('tag')}")] if p.get("tag") else []
         effect = serves(kube, ns, _target_service(problem, fault))
         return Effect(bool(bad) or effect.present, f"template images {images}; {effect.evidence}")
+    if inj == "credential_rotation":  # the clients that read the Secret can no longer log in
+        clients = [w for w in _users_of(kube, ns, p["secret"]) if w != fault.target.name]
+        effects = [serves(kube, ns, w) for w in clients]
+        return Effect(any(e.present for e in effects), "; ".join(e.evidence for e in effects) or "no client")
     if inj == "latent_sector_error":
         return _bad_blocks(kube, ns, fault)
     if inj == "resource_stress":

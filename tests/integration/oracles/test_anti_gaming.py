@@ -166,7 +166,8 @@ def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, gaming_
                                                                 tmp_path):
     cell = anyio.run(gamed, problem, strategy, cluster, tmp_path)
     must_pass, why = expectation(cell)
-    cell |= {"expected": "pass" if must_pass else "fail", "why": why}
+    must_persist = strategy in RESTARTS and any(f.injector in POD_SCOPED for f in graded_faults(problem))
+    cell |= {"expected": "pass" if must_pass else "fail", "why": why, "must_persist": must_persist}
     results = os.environ.get("SREGYM_ANTIGAMING_RESULTS")
     if results:
         append_json_line(Path(results), cell)
@@ -176,6 +177,6 @@ def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, gaming_
     print("\n" + summary)
     if strategy == "do_nothing":
         assert cell["fault_present"], f"the fault vanished without any action: {summary}"
-    if strategy in RESTARTS and any(f.injector in POD_SCOPED for f in graded_faults(problem)):
+    if must_persist:
         assert cell["fault_present"], f"a restart removed a fault whose real cause outlives it: {summary}"
     assert cell["passed"] == must_pass, f"oracle should {cell['expected']} ({why}): {summary}"

@@ -34,20 +34,27 @@ def _cell(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def matrix_markdown(results: Path, *, date: str, checkout: str, command: str, exit_code: int | None = None) -> str:
-    """The generated block: a header, the family x strategy table and each cell's evidence."""
+def matrix_markdown(results: Path, *, date: str, checkout: str, command: str, exit_code: int | None = None,
+                    rows: list[tuple[str, str, str]] | None = None, strategies: list[str] | None = None) -> str:
+    """The generated block: a header, the family x strategy table and each cell's evidence. Where
+    the cells record when and on which checkout they were measured, the header says so; ``date``
+    and ``checkout`` stand for cells that do not. ``rows`` (family, primitive, problem) and
+    ``strategies`` give the whole matrix, so what was not measured shows as "-"."""
     cells: dict[tuple[str, str], dict[str, Any]] = {}
     for c in read_json_lines(results, KEYS):
         cells[(c["problem"], c["strategy"])] = c  # a rerun's line replaces the first
     if not cells:
         return f"No measured cells in {results} ({date}, {checkout})."
-    strategies = list(dict.fromkeys(c["strategy"] for c in cells.values()))
-    rows = sorted({(c["family"], c["primitive"], c["problem"]) for c in cells.values()})
+    strategies = list(dict.fromkeys([*(strategies or []), *(c["strategy"] for c in cells.values())]))
+    rows = sorted({*(rows or []), *((c["family"], c["primitive"], c["problem"]) for c in cells.values())})
     wrong = [c for c in cells.values() if "WRONG" in verdict(c)]
-    lines = [f"Measured {date} on checkout `{checkout}` by `{command}`"
+    dates = sorted(c.get("finished", date) for c in cells.values())
+    checkouts = sorted({c.get("checkout", checkout) for c in cells.values()})
+    span = dates[0] if dates[0] == dates[-1] else f"{dates[0]} to {dates[-1]}"
+    lines = [f"Measured {span} on checkout `{'`, `'.join(checkouts)}`; written by `{command}`"
              + (f" (pytest exit {exit_code})" if exit_code is not None else "") + ".",
              "",
-             f"{len(cells)} cell(s), {len(rows)} problem(s); **{len(wrong)} wrong** (an oracle that passed while the "
+             f"{len(cells)} of {len(rows) * len(strategies)} cell(s) measured; **{len(wrong)} wrong** (an oracle that passed while the "
              "fault was present or users were broken, or failed after the fault was really gone; or a fault whose "
              "real cause outlives a restart that a restart removed). "
              "\"fault present\"/\"gone\" is an independent check of the fault's effect "

@@ -42,6 +42,7 @@ from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
 from sregym.core.jsonlines import append_json_line
 from sregym.core.loader import load_catalog
+from sregym.report.docblock import checkout
 
 pytestmark = pytest.mark.cluster
 
@@ -167,7 +168,8 @@ def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, gaming_
     cell = anyio.run(gamed, problem, strategy, cluster, tmp_path)
     must_pass, why = expectation(cell)
     must_persist = strategy in RESTARTS and any(f.injector in POD_SCOPED for f in graded_faults(problem))
-    cell |= {"expected": "pass" if must_pass else "fail", "why": why, "must_persist": must_persist}
+    cell |= {"expected": "pass" if must_pass else "fail", "why": why, "must_persist": must_persist,
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "checkout": checkout()}
     results = os.environ.get("SREGYM_ANTIGAMING_RESULTS")
     if results:
         append_json_line(Path(results), cell)

@@ -31,8 +31,8 @@ def test_table_has_a_row_per_problem_and_a_column_per_strategy_with_the_rerun_wi
     lines = [cell(), cell(passed=True), cell(problem="q", family="OS", primitive="disk_full", strategy="fake_metrics")]
     results.write_text("".join(json.dumps(c) + "\n" for c in lines))
     md = matrix_markdown(results, date="2026-11-25", checkout="abc", command="cmd", exit_code=1)
-    assert "Measured 2026-11-25 on checkout `abc` by `cmd` (pytest exit 1)" in md
-    assert "2 cell(s), 2 problem(s); **1 wrong**" in md
+    assert "Measured 2026-11-25 on checkout `abc`; written by `cmd` (pytest exit 1)" in md
+    assert "2 of 4 cell(s) measured; **1 wrong**" in md
     assert "| family | primitive (problem) | restart_every_pod | fake_metrics |" in md
     assert "| OS | disk_full (`q`) | - | fail: fault present |" in md
     assert "| network | network_partition (`p`) | pass: **WRONG: passed, fault present** | - |" in md
@@ -40,3 +40,20 @@ def test_table_has_a_row_per_problem_and_a_column_per_strategy_with_the_rerun_wi
 
 def test_no_results_says_so(tmp_path):
     assert "No measured cells" in matrix_markdown(tmp_path / "none.jsonl", date="d", checkout="c", command="x")
+
+
+def test_cells_that_record_when_and_where_they_ran_say_so(tmp_path):
+    results = tmp_path / "cells.jsonl"
+    results.write_text(json.dumps(cell(finished="2026-11-25T18:20:00Z", checkout="c1")) + "\n"
+                       + json.dumps(cell(problem="q", finished="2026-11-25T18:40:00Z", checkout="c1")) + "\n")
+    md = matrix_markdown(results, date="today", checkout="other", command="cmd")
+    assert md.startswith("Measured 2026-11-25T18:20:00Z to 2026-11-25T18:40:00Z on checkout `c1`;")
+
+
+def test_the_whole_matrix_shows_what_was_not_measured(tmp_path):
+    results = tmp_path / "cells.jsonl"
+    results.write_text(json.dumps(cell()) + "\n")
+    md = matrix_markdown(results, date="d", checkout="c", command="x", rows=[("OS", "disk_full", "q")],
+                         strategies=["restart_every_pod", "helm_rollback"])
+    assert "1 of 4 cell(s) measured" in md
+    assert "| OS | disk_full (`q`) | - | - |" in md

@@ -33,7 +33,7 @@ from sregym.conductor.journal import Journal, RunHeader
 from sregym.conductor.progress import Phases
 from sregym.conductor.run import ensure_hidden_namespace, noise_exclusions
 from sregym.conductor.scheduler import TimelinePlayer
-from sregym.conductor.timeline import resolve_timeline
+from sregym.conductor.timeline import FIRST_NOISE_WITHIN, resolve_timeline
 from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 
@@ -137,8 +137,14 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
     async def under_noise(check):  # noqa: ANN001, ANN202 - ``check`` graded while the noise plays
         if not noise:
             return await check()
+        first = next((e for e in timeline if e.kind == "noise" and e.action == "start"), None)
         async with anyio.create_task_group() as tg:
             tg.start_soon(player.play_rest)
+            # graded once the first noise event is in (within FIRST_NOISE_WITHIN s of the onset),
+            # so the grade always overlaps noise, however fast the oracle
+            with anyio.move_on_after(FIRST_NOISE_WITHIN + 30):
+                while first is not None and first.done_at is None:
+                    await anyio.sleep(0.2)
             ok, detail = await check()
             tg.cancel_scope.cancel()
         errors = await player.stop_noise()

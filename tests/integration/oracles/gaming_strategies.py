@@ -21,7 +21,7 @@ from pathlib import Path
 
 from fault_effects import app_image, get_json, helm, release_of
 
-from sregym.cluster.agent_access import create_agent_access
+from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
 from sregym.cluster.kube import Kube
 
 
@@ -154,11 +154,13 @@ def _loadgen(b: Board) -> dict | None:
 
 def _as_agent(b: Board, *args: str) -> Played:
     """Run kubectl as the agent would (its own kubeconfig and RBAC); a Forbidden is a refusal."""
-    agent = Kube(create_agent_access(b.kube, b.ns, b.tmp / "agent"))
-    proc = agent.kubectl(*args, check=False)
+    path = create_agent_access(b.kube, b.ns, b.tmp / "agent")
+    # its cluster-scoped grants would outlive the namespace
+    revoke = [lambda: revoke_agent_access(b.kube, b.ns, kubeconfig=path)]
+    proc = Kube(path).kubectl(*args, check=False)
     if proc.returncode:
-        return Played(f"refused: {proc.stderr.strip()[:200]}")
-    return Played(f"done as the agent: kubectl {' '.join(args[:3])}")
+        return Played(f"refused: {proc.stderr.strip()[:200]}", revoke)
+    return Played(f"done as the agent: kubectl {' '.join(args[:3])}", revoke)
 
 
 def reconfigure_loadgen(b: Board) -> Played:

@@ -139,16 +139,35 @@ def validate(
     log: Annotated[Optional[Path], typer.Option(
         "--log", help="Append one JSON line per problem as it finishes (result, steps, wall time).")] = None,
     resume: Annotated[bool, typer.Option(
-        "--resume", help="Skip the problems --log already records as valid (continue an interrupted --all).")] = False,
+        "--resume", help="Skip the problems and seeds --log already records as valid (continue an "
+                         "interrupted --all).")] = False,
+    noise: Annotated[bool, typer.Option(
+        "--noise/--no-noise", help="Play each problem's seeded noise while the faulty system is graded "
+                                   "(and for a window on no-op controls), as runs are played.")] = True,
+    seeds: Annotated[int, typer.Option("--seeds", min=1, help="Validate each problem with run seeds 0..N-1 "
+                                                              "(each seed gives another noise schedule).")] = 2,
+    report: Annotated[Optional[list[Path]], typer.Option(
+        "--report", help="Print the markdown table of these --log files instead of validating "
+                         "(how docs/validation.md is made).")] = None,
+    into: Annotated[Optional[Path], typer.Option(
+        "--into", help="With --report: rewrite the generated block of this markdown file instead of printing.")]
+    = None,
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
 ) -> None:
-    """Prove problems: healthy baseline, inject, fault observable and mitigation oracle fails,
-    recover, oracle passes, app healthy again. With --static, only the file and registry checks.
-    Each problem's result is printed as it finishes; the table at the end sums them up."""
+    """Prove problems: healthy baseline, inject, fault observable and mitigation oracle fails
+    (with the problem's noise playing), recover, oracle passes, app healthy again; for every seed.
+    With --static, only the file and registry checks; with --report, the table of earlier --log
+    files. Each result is printed as it finishes; the table at the end sums them up."""
     from sregym.conductor.checks import check_problem
     from sregym.conductor.validate import valid_in_log
 
+    if report:
+        _report(report, into)
+        return
+    if into is not None:
+        raise UserInputError("--into goes with --report", hint="sregym validate --report validate.jsonl "
+                                                               "--into docs/validation.md")
     if not problem and not all_:
         raise UserInputError("name a problem, or pass --all", hint="sregym validate PROBLEM | sregym validate --all")
     if problem and all_:
@@ -164,54 +183,75 @@ def validate(
     console = Console()
     for lp in chosen:
         check_problem(lp, noise=True)
+    runs = [(lp, seed) for lp in chosen for seed in range(seeds)]
     if resume:
-        done = valid_in_log(log)
-        skipped = [lp.id for lp in chosen if lp.id in done]
-        chosen = [lp for lp in chosen if lp.id not in done]
+        done = valid_in_log(log, noise)
+        skipped = [(lp, s) for lp, s in runs if (lp.id, s) in done]
+        runs = [(lp, s) for lp, s in runs if (lp.id, s) not in done]
+        chosen = [lp for lp in chosen if any(r[0] is lp for r in runs)]
         if skipped:
-            console.print(f"--resume: {len(skipped)} problem(s) already valid in {log}, {len(chosen)} to go")
+            console.print(f"--resume: {len(skipped)} problem(s) and seeds already valid in {log}, {len(runs)} to go")
     if static:
         for lp in chosen:
             console.print(f"[green]ok[/] {lp.id} [dim]{lp.path}[/]")
         console.print(f"{len(chosen)} problem(s) pass the static checks")
         return
-    failed = anyio.run(_validate_live, chosen, kubeconfig, context, charts_dir, grade_window, verify_timeout, console,
-                       log)
+    failed = anyio.run(_validate_live, runs, kubeconfig, context, charts_dir, grade_window, verify_timeout, console,
+                       log, noise)
     if failed:
         raise typer.Exit(5)
 
 
-async def _validate_live(chosen: list[LoadedProblem], kubeconfig: Path | None, context: str | None,
+def _report(logs: list[Path], into: Path | None) -> None:
+    from sregym.report.docblock import write_block
+    from sregym.report.validation import BLOCK, HEADING, validation_markdown
+
+    missing = [str(p) for p in logs if not p.is_file()]
+    if missing:
+        raise UserInputError(f"--report: no such log file: {', '.join(missing)}",
+                             hint="pass the file(s) an earlier `sregym validate --log FILE` wrote")
+    text = validation_markdown(logs)
+    if into is None:
+        typer.echo(text, nl=False)
+        return
+    write_block(into, BLOCK, text, heading=HEADING)
+    Console(stderr=True).print(f"wrote the generated block of {into}")
+
+
+async def _validate_live(runs: list[tuple[LoadedProblem, int]], kubeconfig: Path | None, context: str | None,
                          charts_dir: list[Path], grade_window: float, verify_timeout: float, console: Console,
-                         log: Path | None) -> int:
+                         log: Path | None, noise: bool) -> int:
     import time
 
     from sregym.cluster.providers import current_cluster
     from sregym.conductor.appdriver import app_driver
     from sregym.conductor.validate import validate_problem
     from sregym.core.jsonlines import append_json_line
+    from sregym.report.docblock import checkout
 
     cluster = current_cluster(kubeconfig, context)
     driver = app_driver(charts_dir)
-    table = Table("problem", "result", "seconds", "detail")
+    version = checkout()
+    table = Table("problem", "seed", "result", "seconds", "detail")
     failed = 0
     started = time.monotonic()
-    for i, lp in enumerate(chosen, 1):
+    for i, (lp, seed) in enumerate(runs, 1):
         t0 = time.monotonic()
         res = await validate_problem(lp.problem, cluster=cluster, driver=driver, grade_window=grade_window,
-                                     verify_timeout=verify_timeout, console=Console(stderr=True))
+                                     verify_timeout=verify_timeout, console=Console(stderr=True), noise=noise,
+                                     seed=seed)
         wall = time.monotonic() - t0
         bad = next((s for s in res.steps if not s.ok), None)
         failed += not res.ok
         if log is not None:
-            append_json_line(log, res.record(wall))
+            append_json_line(log, res.record(wall) | {"checkout": version})
         verdict = "[green]valid[/]" if res.ok else "[red]INVALID[/]"
-        console.print(f"[{i}/{len(chosen)}] {lp.id}: {verdict} in {wall:.0f} s" + (f" ({bad.name})" if bad else ""),
-                      highlight=False)
-        table.add_row(lp.id, verdict, f"{res.seconds:.1f}",
+        console.print(f"[{i}/{len(runs)}] {lp.id} seed {seed}: {verdict} in {wall:.0f} s"
+                      + (f" ({bad.name})" if bad else ""), highlight=False)
+        table.add_row(lp.id, str(seed), verdict, f"{res.seconds:.1f}",
                       f"{bad.name}: {bad.detail}" if bad else " -> ".join(f"{s.name} {s.seconds:.0f}s" for s in res.steps))
     console.print(table)
-    console.print(f"{len(chosen) - failed} of {len(chosen)} valid in {(time.monotonic() - started) / 60:.1f} min")
+    console.print(f"{len(runs) - failed} of {len(runs)} valid in {(time.monotonic() - started) / 60:.1f} min")
     return failed
 
 

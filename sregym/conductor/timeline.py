@@ -4,6 +4,10 @@ Pure and seeded: the same problem, seed and noise setting give the same list of 
 host. Offsets are seconds after the injection phase starts. A fault without ``duration`` has no
 stop event: it stays until the recover phase. Noise events are drawn per window from the noise
 policy with a private RNG derived from the run seed, and always stop after ``duration_seconds``.
+Noise windows start when the agent phase opens (the incident onset), and the first event comes
+within ``FIRST_NOISE_WITHIN`` seconds of it: background trouble is there from the first look, as
+in production, so a fast agent meets it too (windows counted from the injection put the first
+event anywhere in the first five minutes).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from sregym.conductor.checks import noise_injector_name
 from sregym.core.problem import Problem
 from sregym.core.record import TimelineEvent
 from sregym.core.seeds import rng
+
+FIRST_NOISE_WITHIN = 15.0
 
 
 def noise_event_name(noise_type: str, index: int) -> str:
@@ -33,20 +39,21 @@ def fault_events(problem: Problem) -> list[TimelineEvent]:
     return events
 
 
-def noise_events(problem: Problem, seed: int, horizon: float) -> list[TimelineEvent]:
-    """Noise over ``[0, horizon)``: ``per_window`` events in each window, at seeded offsets."""
+def noise_events(problem: Problem, seed: int, horizon: float, start: float = 0.0) -> list[TimelineEvent]:
+    """Noise over ``[start, horizon)``: ``per_window`` events in each window counted from ``start``,
+    at seeded offsets; the first one within ``FIRST_NOISE_WITHIN`` seconds of ``start``."""
     policy = problem.noise
-    if policy.per_window == 0 or not policy.types or horizon <= 0:
+    if policy.per_window == 0 or not policy.types or horizon <= start:
         return []
     r = rng(seed, "noise", problem.id)
     events: list[TimelineEvent] = []
     n = 0
-    for w in range(math.ceil(horizon / policy.window_seconds)):
-        window_start = w * policy.window_seconds
+    for w in range(math.ceil((horizon - start) / policy.window_seconds)):
+        window_start = start + w * policy.window_seconds
         latest = max(0.0, min(policy.window_seconds, horizon - window_start) - 1.0)
         for _ in range(policy.per_window):
             noise_type = r.choice(policy.types)
-            at = round(window_start + r.uniform(0, latest), 3)
+            at = round(window_start + r.uniform(0, min(FIRST_NOISE_WITHIN, latest) if n == 0 else latest), 3)
             name = noise_event_name(noise_type, n)
             injector = noise_injector_name(noise_type)
             events.append(TimelineEvent(at=at, action="start", kind="noise", name=name, injector=injector))
@@ -67,7 +74,7 @@ def resolve_timeline(problem: Problem, seed: int, noise: bool, *, agent_seconds:
     """Every start and stop, sorted by time (faults before noise at the same instant; stops first)."""
     events = fault_events(problem)
     if noise:
-        events += noise_events(problem, seed, horizon_for(problem, agent_seconds))
+        events += noise_events(problem, seed, horizon_for(problem, agent_seconds), start=incident_onset(events))
     order = {("stop", "noise"): 0, ("stop", "fault"): 1, ("start", "fault"): 2, ("start", "noise"): 3}
     return sorted(events, key=lambda e: (e.at, order[(e.action, e.kind)]))
 

@@ -1,16 +1,24 @@
 """``sregym validate``: prove a problem on the live cluster.
 
-Healthy baseline -> inject (the whole fault timeline, no noise) -> every fault verified ->
-mitigation oracle FAILS -> every pod of the app restarted -> mitigation oracle STILL FAILS (a
-fault persists as its real cause would; skipped where the ground truth says a restart cures it) ->
-recover -> mitigation oracle PASSES -> app healthy again. Each step is timed; the first step that
-does not hold ends the problem's validation (after recovering).
+Healthy baseline -> inject (the whole fault timeline) -> every fault verified -> mitigation
+oracle FAILS -> every pod of the app restarted -> mitigation oracle STILL FAILS (a fault persists
+as its real cause would; skipped where the ground truth says a restart cures it) -> recover ->
+mitigation oracle PASSES -> app healthy again. Each step is timed; the first step that does not
+hold ends the problem's validation (after recovering).
+
+With noise on (the default, as runs are played), the problem's seeded noise starts when the faults
+are in place, as it does when the agent is paged, and plays while the oracle is graded on the
+faulty system: noise must not make a faulty system pass. It is stopped before recovery, and the
+oracle after recovery is graded once the app is healthy again, as in a run, where noise stops
+before grading (noise is transient; grading through its wake would measure the noise, not the
+fix). A no-op control plays its noise for one grade window, then must pass the same way. A step
+that played noise says which events ran; noise on with no event in place fails the step, since it
+would prove nothing.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import secrets
 import time
 from dataclasses import asdict, dataclass, field
@@ -27,9 +35,9 @@ from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader
 from sregym.conductor.progress import Phases
-from sregym.conductor.run import ensure_hidden_namespace
+from sregym.conductor.run import ensure_hidden_namespace, noise_exclusions
 from sregym.conductor.scheduler import TimelinePlayer
-from sregym.conductor.timeline import resolve_timeline
+from sregym.conductor.timeline import FIRST_NOISE_WITHIN, resolve_timeline
 from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 
@@ -46,6 +54,8 @@ class Step:
 class ProblemValidation:
     problem_id: str
     steps: list[Step] = field(default_factory=list)
+    seed: int = 0
+    noise: bool = False
 
     @property
     def ok(self) -> bool:
@@ -58,15 +68,18 @@ class ProblemValidation:
     def record(self, wall_seconds: float) -> dict:
         """One line of ``sregym validate --log``: the result, each step, and the wall time
         (which also counts deploying the app, unlike ``seconds``)."""
-        return {"problem": self.problem_id, "ok": self.ok, "seconds": self.seconds,
+        return {"problem": self.problem_id, "ok": self.ok, "seed": self.seed, "noise": self.noise,
+                "seconds": self.seconds,
                 "wall_seconds": round(wall_seconds, 1),
                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                 "steps": [asdict(s) for s in self.steps]}
 
 
-def valid_in_log(path: Path) -> set[str]:
-    """Problems a ``--log`` file already records as valid (what ``--resume`` skips)."""
-    return {str(e["problem"]) for e in read_json_lines(path, {"problem", "ok"}) if e["ok"] is True}
+def valid_in_log(path: Path, noise: bool) -> set[tuple[str, int]]:
+    """(problem, seed) pairs a ``--log`` file already records as valid with this noise setting
+    (what ``--resume`` skips); a line from before seeds and noise were logged is seed 0, noise off."""
+    return {(str(e["problem"]), int(e.get("seed", 0))) for e in read_json_lines(path, {"problem", "ok"})
+            if e["ok"] is True and bool(e.get("noise", False)) == noise}
 
 
 class _Failed(Exception):
@@ -103,11 +116,13 @@ def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: 
 
 async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: AppDriver | None = None,
                            grade_window: float = 30.0, verify_timeout: float = 90.0,
-                           console: Console | None = None, restart: bool = True) -> ProblemValidation:
-    """Validate one problem on the live cluster (see the module doc). ``restart=False`` leaves out
-    the restart-every-pod step."""
+                           console: Console | None = None, noise: bool = True, seed: int = 0,
+                           restart: bool = True) -> ProblemValidation:
+    """Validate ``problem`` once with run seed ``seed`` (which chooses the noise schedule).
+    ``restart=False`` leaves out the restart-every-pod step."""
     driver = driver or app_driver()
-    result = ProblemValidation(problem.id)
+    noise = noise and problem.noise.per_window > 0
+    result = ProblemValidation(problem.id, seed=seed, noise=noise)
     phases = Phases(console, label=problem.id)
     run_id = "v" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
     journal = Journal(run_id)
@@ -119,10 +134,12 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
             with phases.phase(name):  # shows a red mark when the step does not hold
                 try:
                     ok, detail = await fn()
+                    holds = ok == expect
                 except Exception as e:  # noqa: BLE001 - a failed step is reported, not raised
-                    ok, detail = False, f"{type(e).__name__}: {e}"
-                result.steps.append(Step(name, ok == expect, detail, round(time.monotonic() - start, 1)))
-                if ok != expect:
+                    # an error never holds, not even where the step expects the oracle to fail
+                    holds, detail = False, f"{type(e).__name__}: {e}"
+                result.steps.append(Step(name, holds, detail, round(time.monotonic() - start, 1)))
+                if not holds:
                     raise _Failed(name)
         except _Failed:
             phases.note(detail)
@@ -148,8 +165,44 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
         return grade.passed, detail
 
     async def inject():  # noqa: ANN202
-        await player.play_until(math.inf)
-        return True, ", ".join(f"{k}={m}" for k, m in plane.mechanisms().items())
+        await player.play_until(max((e.at for e in timeline if e.kind == "fault"), default=0.0))
+        return True, ", ".join(f"{k}={m}" for k, m in plane.mechanisms().items() if k in player.faults)
+
+    async def under_noise(check):  # noqa: ANN001, ANN202 - ``check`` graded while the noise plays
+        if not noise:
+            return await check()
+        first = next((e for e in timeline if e.kind == "noise" and e.action == "start"), None)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(player.play_rest)
+            # graded once the first noise event is in (within FIRST_NOISE_WITHIN s of the onset),
+            # so the grade always overlaps noise, however fast the oracle
+            with anyio.move_on_after(FIRST_NOISE_WITHIN + 30):
+                while first is not None and first.done_at is None:
+                    await anyio.sleep(0.2)
+            ok, detail = await check()
+            tg.cancel_scope.cancel()
+        errors = await player.stop_noise()
+        played = [e for e in timeline if e.kind == "noise" and e.action == "start" and e.done_at is not None]
+        ran = [f"{e.name}@{e.done_at:.0f}s" for e in played if e.ok]
+        detail += f"; noise: {', '.join(ran) or 'none'}" + "".join(f"; noise failed: {e.error}" for e in played
+                                                                    if not e.ok)
+        if errors or not ran:
+            raise RuntimeError(detail + "".join(f"; noise not stopped: {e}" for e in errors)
+                               + ("" if ran else " (noise on, but no event took place: the step proves nothing)"))
+        return ok, detail
+
+    async def noise_then_mitigation():  # noqa: ANN202 - a control: noise for one window, then graded
+        async def one_window():  # noqa: ANN202
+            await anyio.sleep(grade_window)
+            return True, "noise window over"
+        _, detail = await under_noise(one_window)
+        ok, grade_detail = await mitigation_when_healthy()
+        return ok, f"{grade_detail}; {detail}"
+
+    async def mitigation_when_healthy():  # noqa: ANN202 - after noise, graded once its wake settled
+        if noise:
+            await healthy(180.0)
+        return await mitigation()
 
     async def mitigation_while_faulty():  # noqa: ANN202
         # An oracle that reads a rate over a metrics window sees the fault only once the window
@@ -175,6 +228,9 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
                       + "; ".join(f"{f.id}: {'in place' if c.ok else 'NOT in place'} ({c.detail})"
                                   for f, c in zip(problem.root_cause_faults, checks)))
 
+    async def mitigation_while_faulty_and_noisy():  # noqa: ANN202
+        return await under_noise(mitigation_while_faulty)
+
     async def recover():  # noqa: ANN202
         errors = await plane.recover_all()
         if errors:
@@ -192,17 +248,24 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
         journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
                                 context=cluster.context))
         plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id,
-                           run_seed=0, reapply=not problem.ground_truth.restart_cures)
-        player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False),
-                                verify_timeout=verify_timeout, note=phases.note)
+                           run_seed=seed, exclude=noise_exclusions(problem),
+                           reapply=not problem.ground_truth.restart_cures)
+        # noise from the onset until the faulty grade ends (its lag and window), as if the agent
+        # looked for that long
+        timeline = resolve_timeline(problem, seed, noise, agent_seconds=symptom_lag(problem) + grade_window)
+        player = TimelinePlayer(plane, problem.faults, timeline, verify_timeout=verify_timeout, note=phases.note,
+                                noise_params={"duration": problem.noise.duration_seconds,
+                                              "exclude": noise_exclusions(problem)})
         if problem.no_op:
             # A control: nothing is broken, so the oracle must pass as it stands (an agent that
             # "fixes" something anyway is caught by the wrong-remediation penalty, not here).
-            await step("mitigation oracle passes with nothing to fix", mitigation)
+            await step("mitigation oracle passes with nothing to fix"
+                       + (" after noise" if noise else ""), noise_then_mitigation if noise else mitigation)
             await step("app healthy", healthy_again)
         else:
             await step("inject and verify", inject)
-            await step("mitigation oracle fails while faulty", mitigation_while_faulty, expect=False)
+            await step("mitigation oracle fails while faulty" + (" and noisy" if noise else ""),
+                       mitigation_while_faulty_and_noisy, expect=False)
             if restart and problem.ground_truth.restart_cures:
                 result.steps.append(Step("restart every pod", True, "not played: the ground truth says a "
                                          "restart cures this problem (restart_cures)", 0.0))

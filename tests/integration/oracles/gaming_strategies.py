@@ -1,19 +1,54 @@
-"""What a gaming agent does with write access to the app's namespace (shared by the anti-gaming
-tests): nothing, restart every pod, delete and recreate every workload from its current spec,
-or scale everything to zero and back."""
+"""What a gaming agent does with write access to the app's namespace, one function per strategy
+(shared by the anti-gaming tests and the matrix table): nothing; restart every pod; delete and
+recreate every workload; scale to zero and back; ``rollout undo`` everything; ``helm rollback`` of
+the app release; remove the probes; point the faulty component's Service at another workload;
+reconfigure or silence the load generator; export fake good metrics; delete and recreate the
+namespace's objects from their own specs.
+
+Each strategy plays with the admin client except the load-generator ones, which play with the
+agent's own kubeconfig (``create_agent_access``): whether the agent may touch what grades it is
+the point. A strategy returns ``Played``: what it did (or that the cluster refused it) and how to
+take away what it added, so the next case starts from the chart.
+"""
 
 from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
 
-STRATEGIES = ("do_nothing", "restart_every_pod", "recreate_workloads", "scale_to_zero_and_back")
+from fault_effects import app_image, get_json, helm, release_of
+
+from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from sregym.cluster.kube import Kube
+
+
+@dataclass
+class Played:
+    outcome: str = "done"
+    cleanup: list[Callable[[], object]] = field(default_factory=list)
+
+    @property
+    def refused(self) -> bool:
+        return self.outcome.startswith("refused")
+
+
+@dataclass
+class Board:
+    """Where a strategy plays: the admin client, the app namespace, the faulty component."""
+
+    kube: Kube
+    ns: str
+    component: str
+    tmp: Path
 
 
 def workloads(kube, ns: str) -> list[dict]:
     out = []
     for kind in ("deployments", "statefulsets"):
-        out += json.loads(kube.kubectl("get", kind, "-n", ns, "-o", "json").stdout)["items"]
+        out += get_json(kube, "get", kind, "-n", ns)["items"]
     return out
 
 
@@ -24,24 +59,201 @@ def wait_settled(kube, ns: str, timeout: int = 60) -> None:
                      f"--timeout={timeout}s", check=False, timeout=timeout + 30)
 
 
-def play(strategy: str, kube, ns: str, settle: int = 60) -> None:
-    if strategy == "restart_every_pod":
-        kube.kubectl("delete", "pods", "--all", "-n", ns, "--wait=true", timeout=180)
-    elif strategy == "recreate_workloads":
-        items = workloads(kube, ns)
-        for w in items:
-            kube.kubectl("delete", w["kind"].lower(), w["metadata"]["name"], "-n", ns, "--wait=true", timeout=180)
-        for w in items:
-            meta = {k: v for k, v in w["metadata"].items() if k in ("name", "namespace", "labels", "annotations")}
-            meta.get("annotations", {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
-            kube.kubectl("create", "-f", "-", input=json.dumps({"apiVersion": w["apiVersion"], "kind": w["kind"],
-                                                                "metadata": meta, "spec": w["spec"]}))
-    elif strategy == "scale_to_zero_and_back":
-        items = [(w["kind"].lower(), w["metadata"]["name"], w["spec"].get("replicas", 1)) for w in workloads(kube, ns)]
-        for kind, name, _ in items:
-            kube.kubectl("scale", f"{kind}/{name}", "-n", ns, "--replicas=0")
-        time.sleep(5)
-        for kind, name, n in items:
-            kube.kubectl("scale", f"{kind}/{name}", "-n", ns, f"--replicas={n}")
-    if strategy != "do_nothing":
+def own_spec(obj: dict) -> dict:
+    """The object as one would re-create it from ``kubectl get -o json``: no status, no server fields."""
+    meta = {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace", "labels", "annotations")}
+    meta.get("annotations", {}).pop("kubectl.kubernetes.io/last-applied-configuration", None)
+    body = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    if obj["kind"] == "Service":
+        body["spec"] = {k: v for k, v in body["spec"].items() if k not in ("clusterIP", "clusterIPs")}
+    return body | {"metadata": meta}
+
+
+def restart_every_pod(b: Board) -> Played:
+    b.kube.kubectl("delete", "pods", "--all", "-n", b.ns, "--wait=true", timeout=180)
+    return Played()
+
+
+def recreate_workloads(b: Board) -> Played:
+    items = workloads(b.kube, b.ns)
+    for w in items:
+        b.kube.kubectl("delete", w["kind"].lower(), w["metadata"]["name"], "-n", b.ns, "--wait=true", timeout=180)
+    for w in items:
+        b.kube.kubectl("create", "-f", "-", input=json.dumps(own_spec(w)))
+    return Played()
+
+
+def scale_to_zero_and_back(b: Board) -> Played:
+    items = [(w["kind"].lower(), w["metadata"]["name"], w["spec"].get("replicas", 1)) for w in workloads(b.kube, b.ns)]
+    for kind, name, _ in items:
+        b.kube.kubectl("scale", f"{kind}/{name}", "-n", b.ns, "--replicas=0")
+    time.sleep(5)
+    for kind, name, n in items:
+        b.kube.kubectl("scale", f"{kind}/{name}", "-n", b.ns, f"--replicas={n}")
+    return Played()
+
+
+def rollout_undo(b: Board) -> Played:
+    undone = []
+    for w in workloads(b.kube, b.ns):
+        ref = f"{w['kind'].lower()}/{w['metadata']['name']}"
+        if b.kube.kubectl("rollout", "undo", ref, "-n", b.ns, check=False).returncode == 0:
+            undone.append(ref)
+    return Played(f"undone: {', '.join(undone) or 'nothing had an earlier revision'}")
+
+
+def helm_rollback(b: Board) -> Played:
+    """Roll the release back to the revision Helm last deployed (a three-way merge puts back what
+    drifted from its manifest)."""
+    release = release_of(b.kube, b.ns)
+    helm(b.kube, "rollback", release["name"], str(release["revision"]), "-n", b.ns, "--wait", "--timeout", "120s",
+         check=False)
+    return Played(f"rolled back {release['name']} to revision {release['revision']}")
+
+
+def remove_probes(b: Board) -> Played:
+    removed = []
+    for w in workloads(b.kube, b.ns):
+        ops = [{"op": "remove", "path": f"/spec/template/spec/containers/{i}/{probe}"}
+               for i, c in enumerate(w["spec"]["template"]["spec"]["containers"])
+               for probe in ("readinessProbe", "livenessProbe", "startupProbe") if probe in c]
+        if ops:
+            b.kube.kubectl("patch", w["kind"].lower(), w["metadata"]["name"], "-n", b.ns, "--type=json",
+                           "-p", json.dumps(ops))
+            removed.append(w["metadata"]["name"])
+    return Played(f"probes removed from {', '.join(removed)}")
+
+
+def repoint_service(b: Board) -> Played:
+    """Point the faulty component's Service at the pods of another ready workload that serves on
+    the same container port."""
+    try:
+        svc = get_json(b.kube, "get", "service", b.component, "-n", b.ns)
+    except Exception:  # noqa: BLE001 - the component has no Service (a node, a volume)
+        return Played(f"nothing to repoint: no Service {b.component}")
+    for w in workloads(b.kube, b.ns):
+        name = w["metadata"]["name"]
+        ports = {p.get("containerPort") for c in w["spec"]["template"]["spec"]["containers"] for p in c.get("ports", [])}
+        if name in (b.component, "loadgen") or not w.get("status", {}).get("readyReplicas"):
+            continue
+        if svc["spec"]["ports"][0].get("targetPort") in ports | {p.get("name") for c in w["spec"]["template"]["spec"]
+                                                                 ["containers"] for p in c.get("ports", [])}:
+            selector = w["spec"]["selector"]["matchLabels"]
+            b.kube.kubectl("patch", "service", b.component, "-n", b.ns, "--type=json", "-p",
+                           json.dumps([{"op": "replace", "path": "/spec/selector", "value": selector}]))
+            return Played(f"Service {b.component} now selects {name}'s pods")
+    return Played(f"no other ready workload serves Service {b.component}'s port")
+
+
+def _loadgen(b: Board) -> dict | None:
+    """The load generator's Deployment, wherever it runs."""
+    found = [w for w in get_json(b.kube, "get", "deployments", "-A")["items"] if w["metadata"]["name"] == "loadgen"]
+    return next((w for w in found if w["metadata"]["namespace"] == b.ns),
+                next((w for w in found if w["metadata"]["namespace"].startswith(b.ns)), None))
+
+
+def _as_agent(b: Board, *args: str) -> Played:
+    """Run kubectl as the agent would (its own kubeconfig and RBAC); a Forbidden is a refusal."""
+    path = create_agent_access(b.kube, b.ns, b.tmp / "agent")
+    # its cluster-scoped grants would outlive the namespace
+    revoke = [lambda: revoke_agent_access(b.kube, b.ns, kubeconfig=path)]
+    proc = Kube(path).kubectl(*args, check=False)
+    if proc.returncode:
+        return Played(f"refused: {proc.stderr.strip()[:200]}", revoke)
+    return Played(f"done as the agent: kubectl {' '.join(args[:3])}", revoke)
+
+
+def reconfigure_loadgen(b: Board) -> Played:
+    """Send only the mix's lightest endpoint, the one least likely to touch the broken path."""
+    lg = _loadgen(b)
+    if lg is None:
+        return Played("refused: no load generator the agent can see")
+    env = {e["name"]: e.get("value") for e in lg["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+    mix = json.loads(env.get("LOADGEN_MIX") or "{}")
+    lightest = min(mix, key=mix.get) if mix else "login"
+    return _as_agent(b, "set", "env", "deployment/loadgen", "-n", lg["metadata"]["namespace"],
+                     f"LOADGEN_MIX={json.dumps({lightest: 1})}")
+
+
+def silence_loadgen(b: Board) -> Played:
+    lg = _loadgen(b)
+    if lg is None:
+        return Played("refused: no load generator the agent can see")
+    return _as_agent(b, "scale", "deployment/loadgen", "-n", lg["metadata"]["namespace"], "--replicas=0")
+
+
+FAKE_EXPORTER = """
+import time
+from prometheus_client import Counter, Histogram, start_http_server
+R = Counter("loadgen_requests_total", "requests", ["app", "endpoint", "outcome"])
+L = Histogram("loadgen_latency_seconds", "latency", ["app", "endpoint"],
+              buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+start_http_server(8080)
+while True:
+    R.labels("app", "search", "ok").inc(100)
+    for _ in range(100):
+        L.labels("app", "search").observe(0.002)
+    time.sleep(0.1)
+"""
+
+
+def fake_metrics(b: Board) -> Played:
+    """A pod that Prometheus scrapes like the load generator, with a thousand good requests a second."""
+    image = app_image(b.kube, b.ns)
+    labels = {"app.kubernetes.io/name": "metrics-exporter"}
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "metrics-exporter", "labels": labels},
+                "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                    "metadata": {"labels": labels, "annotations": {"prometheus.io/scrape": "true",
+                                                                   "prometheus.io/port": "8080",
+                                                                   "prometheus.io/path": "/metrics"}},
+                    "spec": {"containers": [{"name": "exporter", "image": image, "imagePullPolicy": "IfNotPresent",
+                                             "command": ["python3", "-c", FAKE_EXPORTER],
+                                             "ports": [{"name": "http", "containerPort": 8080}]}]}}}}
+    proc = b.kube.kubectl("create", "-n", b.ns, "-f", "-", input=json.dumps(manifest), check=False)
+    if proc.returncode:
+        return Played(f"refused: {proc.stderr.strip()[:200]}")
+    b.kube.kubectl("rollout", "status", "deployment/metrics-exporter", "-n", b.ns, "--timeout=60s", check=False,
+                   timeout=90)
+    time.sleep(35)  # two scrapes, so a rate over the exporter exists
+    return Played("exporting fake loadgen metrics", [lambda: b.kube.kubectl(
+        "delete", "deployment", "metrics-exporter", "-n", b.ns, "--wait=false", check=False)])
+
+
+RECREATED_KINDS = ("deployments", "statefulsets", "daemonsets", "services", "configmaps", "networkpolicies",
+                   "resourcequotas", "limitranges")
+
+
+def recreate_namespace_objects(b: Board) -> Played:
+    """Delete the namespace's objects and create them again from their own live specs (claims,
+    Secrets and RBAC stay: deleting them loses data or the agent's own access)."""
+    items = []
+    for kind in RECREATED_KINDS:
+        for o in get_json(b.kube, "get", kind, "-n", b.ns)["items"]:
+            if o["metadata"]["name"] != "kube-root-ca.crt":
+                items.append(o)
+    for o in items:
+        b.kube.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], "-n", b.ns, "--wait=true", timeout=180,
+                       check=False)
+    for o in items:
+        b.kube.kubectl("create", "-n", b.ns, "-f", "-", input=json.dumps(own_spec(o)), check=False)
+    return Played(f"recreated {len(items)} objects")
+
+
+def do_nothing(b: Board) -> Played:
+    return Played("nothing")
+
+
+STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
+    do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, rollout_undo, helm_rollback,
+    remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, fake_metrics, recreate_namespace_objects)}
+# strategies that replace pods without changing any spec: a fault whose real cause outlives the
+# process must outlive them too
+RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}
+
+
+def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "", tmp: Path | None = None) -> Played:
+    """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds."""
+    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp")))
+    if strategy != "do_nothing" and not played.refused:
         wait_settled(kube, ns, settle)
+    return played

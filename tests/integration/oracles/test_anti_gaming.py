@@ -1,127 +1,184 @@
-"""Anti-gaming: cheap strategies must not pass mitigation while the fault persists.
+"""Anti-gaming matrix: no cheap strategy passes a mitigation oracle while the fault persists.
 
-For whole problems from ``problems/`` (at least five fault families), on the real cluster: deploy
-the app, measure the baseline, inject and verify the faults, then play a strategy as an agent
-could with write access to the app's namespace: do nothing, restart every pod, delete and
-recreate every Deployment/StatefulSet from its current spec, or scale everything to zero and back.
-If the fault is still in place afterwards (the injector's own ``verify`` says so), the problem's
-mitigation oracles must fail. Faults are recovered afterwards whatever happens.
+Rows are fault families: every primitive a problem in ``problems/`` uses, grouped by layer
+(Kubernetes objects, application config, OS, network, hardware, metastable, concurrent), each
+played on one problem that uses it. Columns are what a gaming agent tries (``gaming_strategies``).
+For each cell, on the real cluster: deploy the app in its own namespace, measure the baseline,
+inject and verify the faults, play the strategy, then decide by an independent check of the
+fault's effect (``fault_effects``, never the injector's own ``verify``) whether the fault is still
+there, and grade:
+
+- fault still there: the mitigation oracles must fail;
+- fault really gone: they must pass when every Service of the app answers, and fail when the
+  strategy broke something users need (``users_served``);
+- a strategy that only replaces pods (restart, recreate, scale to zero) must not remove a fault
+  whose real cause outlives the process (DESIGN.md: a partition, a bad disk, a stressed node).
+
+Tiers: the CI subset (``CI_CASES``: every family once, with the strategy most likely to game it)
+runs in the ``ci`` tier; every other cell is marked ``long``. ``SREGYM_ANTIGAMING_CASES=ci``
+(or ``diagonal``) narrows to the CI subset, ``full`` (default) keeps all, ``id:strategy,...``
+chooses cells. ``SREGYM_ANTIGAMING_RESULTS=FILE`` appends one JSON line per cell, which
+``scripts/anti_gaming_matrix.py`` turns into the table in docs/grading.md.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import secrets
 import time
+from pathlib import Path
 
 import anyio
 import pytest
-from gaming_strategies import STRATEGIES, play
+from fault_effects import POD_SCOPED, family, fault_effect, graded_faults, users_served
+from gaming_strategies import RESTARTS, STRATEGIES, play
 
 from sregym.conductor.appdriver import app_driver
 from sregym.conductor.faultplane import FaultPlane
-from sregym.conductor.grading import grade_mitigation
+from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader
 from sregym.conductor.run import ensure_hidden_namespace
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
+from sregym.core.jsonlines import append_json_line
 from sregym.core.loader import load_catalog
+from sregym.report.docblock import checkout
 
 pytestmark = pytest.mark.cluster
 
 GRADE_WINDOW = float(os.environ.get("SREGYM_ANTIGAMING_WINDOW", "15"))
 BASELINE_WINDOW = 10.0
-MIN_FAMILIES = 5
-# Six families whose faults live in Kubernetes objects, so each case takes about a minute.
-# SREGYM_ANTIGAMING_PROBLEMS=all (or a comma list of ids) chooses others.
-DEFAULT_PROBLEMS = ("hotel_geo_missing_db_password", "hotel_frontend_scaled_to_zero",
-                    "hotel_reservation_node_selector", "hotel_user_limit_range", "hotel_rate_bad_image_tag",
-                    "hotel_cache_wrong_port")
 # The app runs in its own namespace so the strategies never disturb anyone else's install.
 NAMESPACE_SUFFIX = "-gaming"
+# Every family once, with the strategy most likely to game it: a restart on pod-scoped faults,
+# probe removal where readiness grades, fake metrics where an SLO grades. About 10 minutes.
+CI_CASES = (
+    ("shop_api_redis_partition", "restart_every_pod"),            # network, readiness-graded
+    ("shop_db_fsync_failure", "restart_every_pod"),               # OS (syscall)
+    ("latent_sector_error", "restart_every_pod"),                 # hardware
+    ("hotel_recommendation_oom", "remove_probes"),                # Kubernetes objects, readiness-graded
+    ("hotel_concurrent_oom_and_reservation_probe", "remove_probes"),  # concurrent
+    ("hotel_geo_missing_db_password", "recreate_namespace_objects"),  # application config
+    ("hotel_retry_storm_after_db_stall", "fake_metrics"),         # metastable, SLO-graded
+)
 
 
-def problems_by_family() -> list:
-    """One problem per fault family (the first by id), of those with a root-cause fault."""
-    catalog = load_catalog()  # a catalog that does not load is a collection error, not zero cases
-    chosen: dict[str, object] = {}
-    env = os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "")
-    wanted = [] if env == "all" else ([p for p in env.split(",") if p] or list(DEFAULT_PROBLEMS))
-    for pid, lp in sorted(catalog.problems.items()):
-        p = lp.problem
-        if p.no_op or (wanted and pid not in wanted):
-            continue
-        chosen.setdefault(p.tags.fault_family, p)
-    return list(chosen.values())
+def catalog_problems() -> list:
+    return [lp.problem for _, lp in sorted(load_catalog().problems.items()) if not lp.problem.no_op]
 
 
-PROBLEMS = problems_by_family()
+def representatives(problems: list) -> dict[tuple[str, str], object]:
+    """One problem per (family, primitive): the one the CI subset names, else the first by id."""
+    ci = {pid for pid, _ in CI_CASES}
+    chosen: dict[tuple[str, str], object] = {}
+    for p in sorted(problems, key=lambda p: (p.id not in ci, p.id)):
+        chosen.setdefault(family(p), p)
+    return chosen
 
 
-async def gamed(problem, strategy: str, cluster):
-    """(fault still in place, mitigation grade) after ``strategy``; faults always recovered."""
+def matrix_cases(problems: list, selection: str) -> list:
+    """pytest params (problem, strategy): the CI subset unmarked, every other cell ``long``."""
+    by_id = {p.id: p for p in problems}
+    ci = [(by_id[pid], s) for pid, s in CI_CASES]
+    if selection in ("ci", "diagonal"):
+        cells = ci
+    elif selection == "full":
+        cells = ci + [(p, s) for p in representatives(problems).values() for s in STRATEGIES
+                      if (p.id, s) not in CI_CASES]
+    else:
+        cells = [(by_id[pid], s) for pid, s in (c.split(":") for c in selection.split(",") if c)]
+    return [pytest.param(p, s, id=f"{s}-{p.id}", marks=() if (p.id, s) in CI_CASES else pytest.mark.long)
+            for p, s in cells]
+
+
+CASES = matrix_cases(catalog_problems(), os.environ.get("SREGYM_ANTIGAMING_CASES", "full"))
+
+
+async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
+    """Play ``strategy`` on the faulty app; the cell's observations. Faults always recovered."""
     driver = app_driver()
     problem = problem.model_copy(update={"app": problem.app.model_copy(
         update={"namespace": problem.app.name + NAMESPACE_SUFFIX})})
     app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
+    ns = app.namespace
     await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
     baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, BASELINE_WINDOW)
     run_id = "g" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
     journal = Journal(run_id)
     journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
                             context=cluster.context))
-    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id, run_seed=0)
+    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=ns, run_id=run_id, run_seed=0)
+    played = None
     try:
-        player = TimelinePlayer(plane, problem.faults, resolve_timeline(problem, 0, noise=False))
-        await player.play_until(math.inf)
-        await anyio.to_thread.run_sync(play, strategy, cluster.kube, app.namespace, 20)
-        persists = False
-        for f in problem.root_cause_faults:
-            check = await plane.verify(f.id, timeout=5)
-            persists = persists or check.ok
+        timeline = resolve_timeline(problem, 0, noise=False)
+        await TimelinePlayer(plane, problem.faults, timeline).play_until(max(e.at for e in timeline))
+        injected = time.monotonic()
+        played = await anyio.to_thread.run_sync(lambda: play(strategy, cluster.kube, ns, 30,
+                                                             component=problem.ground_truth.component, tmp=tmp))
+        effect = await anyio.to_thread.run_sync(fault_effect, cluster.kube, ns, problem)
+        served = await anyio.to_thread.run_sync(users_served, cluster.kube, ns)
+        # an oracle reading a rate sees the fault only once its window covers it (as in validate)
+        await anyio.sleep(max(0.0, symptom_lag(problem) - (time.monotonic() - injected)))
         grade = await grade_mitigation(problem, app, cluster, baseline, GRADE_WINDOW)
-        return persists, grade
+        return {"problem": problem.id, "family": family(problem)[0], "primitive": family(problem)[1],
+                "strategy": strategy, "played": played.outcome, "fault_present": effect.present,
+                "effect": effect.evidence, "users_broken": served.present, "served": served.evidence,
+                "passed": grade.passed,
+                "checks": "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)}
     finally:
         with anyio.CancelScope(shield=True):
+            for undo in played.cleanup if played else []:
+                await anyio.to_thread.run_sync(undo)
             if not await plane.recover_all():
                 journal.close()
-            # the next case's deploy waits until the app is healthy again
+            # the next case's deploy puts back whatever drifted from the chart
 
 
-@pytest.fixture(scope="module", autouse=True)
+@pytest.fixture(scope="module")
 def gaming_namespaces(cluster):
     yield
-    for name in {p.app.name + NAMESPACE_SUFFIX for p in PROBLEMS}:
+    for name in {p.values[0].app.name + NAMESPACE_SUFFIX for p in CASES}:
         cluster.kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
 
 
-def gaming_cases(problems, strategies) -> list:
-    """Every strategy on every problem (about 4-7 minutes a case). The diagonal, each problem with
-    one strategy, rotating so that every strategy and every family is met once, is in the ci tier;
-    the rest of the matrix is in the long tier (``pytest -m long``)."""
-    diagonal = {(p.id, strategies[i % len(strategies)]) for i, p in enumerate(problems)}
-    return [pytest.param(p, s, id=f"{s}-{p.id}", marks=() if (p.id, s) in diagonal else pytest.mark.long)
-            for s in strategies for p in problems]
+def expectation(cell: dict) -> tuple[bool, str]:
+    """Whether the oracle must pass, and why (decided by the independent checks only)."""
+    if cell["fault_present"]:
+        return False, "the fault is still there"
+    if cell["users_broken"]:
+        return False, "the fault is gone but the strategy broke what users need"
+    return True, "the fault is really gone and every service answers"
 
 
-CASES = gaming_cases(PROBLEMS, list(STRATEGIES))
-
-
-def test_the_cases_cover_enough_fault_families():
-    families = {p.tags.fault_family for p in PROBLEMS}
-    hand_picked = os.environ.get("SREGYM_ANTIGAMING_PROBLEMS", "all") not in ("", "all")
-    need = 1 if hand_picked else MIN_FAMILIES  # a hand-picked list covers what it names
-    assert len(families) >= need, f"{need} fault families needed, found {sorted(families)} (problems/)"
+def test_matrix_covers_every_fault_family_and_primitive():
+    problems = catalog_problems()
+    families = {family(p)[0] for p in problems}
+    assert families >= {"Kubernetes objects", "application config", "OS", "network", "hardware", "metastable",
+                        "concurrent"}, families
+    ci_families = {family(p)[0] for p in problems if p.id in {pid for pid, _ in CI_CASES}}
+    assert ci_families == families, f"the CI subset misses {families - ci_families}"
+    full = matrix_cases(problems, "full")
+    assert {(family(c.values[0]), c.values[1]) for c in full} == {(k, s) for k in representatives(problems)
+                                                                   for s in STRATEGIES}
 
 
 @pytest.mark.parametrize(("problem", "strategy"), CASES)
-def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, problem, strategy):
-    persists, grade = anyio.run(gamed, problem, strategy, cluster)
+def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, gaming_namespaces, problem, strategy,
+                                                                tmp_path):
+    cell = anyio.run(gamed, problem, strategy, cluster, tmp_path)
+    must_pass, why = expectation(cell)
+    must_persist = strategy in RESTARTS and any(f.injector in POD_SCOPED for f in graded_faults(problem))
+    cell |= {"expected": "pass" if must_pass else "fail", "why": why, "must_persist": must_persist,
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "checkout": checkout()}
+    results = os.environ.get("SREGYM_ANTIGAMING_RESULTS")
+    if results:
+        append_json_line(Path(results), cell)
+    summary = (f"{problem.id} x {strategy} ({cell['played']}): fault {'present' if cell['fault_present'] else 'gone'} "
+               f"[{cell['effect']}]; users [{cell['served']}]; oracle {'passed' if cell['passed'] else 'failed'} "
+               f"[{cell['checks']}]")
+    print("\n" + summary)
     if strategy == "do_nothing":
-        assert persists, f"{problem.id}: the fault vanished without any action"
-    # the oracle passes exactly when the fault is gone: a pass with the fault in place is gamed, a
-    # failure with the fault gone grades a working system as broken
-    assert grade.passed != persists, (
-        f"{problem.id}: after '{strategy}' the fault {'persists' if persists else 'is gone'} but mitigation "
-        f"{'passed' if grade.passed else 'failed'}: " + "; ".join(f"{c.name}: {c.message}" for c in grade.checks))
+        assert cell["fault_present"], f"the fault vanished without any action: {summary}"
+    if must_persist:
+        assert cell["fault_present"], f"a restart removed a fault whose real cause outlives it: {summary}"
+    assert cell["passed"] == must_pass, f"oracle should {cell['expected']} ({why}): {summary}"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sregym.conductor.timeline import incident_onset, resolve_timeline
+from sregym.conductor.timeline import FIRST_NOISE_WITHIN, incident_onset, resolve_timeline
 from sregym.core.problem import Problem
 
 
@@ -52,10 +52,11 @@ def test_noise_fills_each_window_over_the_horizon_and_always_stops():
     events = [e for e in resolve_timeline(make_problem(), 3, True) if e.kind == "noise"]
     starts = [e for e in events if e.action == "start"]
     stops = {e.name: e.at for e in events if e.action == "stop"}
-    # horizon = last fault start (30) + agent budget (300) = 330 s -> 4 windows of 100 s, 2 each
-    assert len(starts) == 8
-    for w in range(4):
-        assert sum(w * 100 <= e.at < (w + 1) * 100 for e in starts) == 2
+    # windows start at the onset (30 s) and run to last fault start + agent budget (330 s):
+    # 3 windows of 100 s, 2 events each
+    assert len(starts) == 6
+    for w in range(3):
+        assert sum(30 + w * 100 <= e.at < 30 + (w + 1) * 100 for e in starts) == 2
     assert all(abs(stops[e.name] - (e.at + 20)) < 1e-6 for e in starts)
     assert all(e.injector.startswith("noise_") for e in events)
 
@@ -68,3 +69,23 @@ def test_noise_off_or_zero_per_window_has_no_noise():
 def test_events_are_sorted_by_time():
     ats = [e.at for e in resolve_timeline(make_problem(), 11, True)]
     assert ats == sorted(ats)
+
+
+def test_noise_is_there_from_the_start_of_the_agent_phase_for_every_seed():
+    # a fast agent must meet noise too: the first event comes within FIRST_NOISE_WITHIN s of the
+    # onset (when the agent is paged), and none plays before it, during the injection
+    p = make_problem(window_seconds=300)
+    firsts = set()
+    for seed in range(50):
+        events = resolve_timeline(p, seed, True)
+        onset = incident_onset(events)
+        starts = sorted(e.at for e in events if e.kind == "noise" and e.action == "start")
+        assert onset <= starts[0] <= onset + FIRST_NOISE_WITHIN, (seed, starts[0])
+        firsts.add(starts[0])
+    assert len(firsts) > 40  # seeded, not a fixed offset
+
+
+def test_a_horizon_shorter_than_the_first_noise_window_still_gets_early_noise():
+    events = resolve_timeline(make_problem(window_seconds=300), 4, True, agent_seconds=20)
+    starts = [e.at for e in events if e.kind == "noise" and e.action == "start"]
+    assert starts and all(30 <= at < 50 for at in starts)

@@ -1,0 +1,355 @@
+"""Whether a problem's fault is really still there, judged by its effect on the live system and
+never by the injector's own ``verify`` (the anti-gaming matrix decides each cell's expectation by
+this): a connection from the target pod to its partitioned peer, the target's Service answering
+from another pod, the value the running containers actually use, the bytes of a file on the bad
+volume, a stress process in the target pod's cgroup.
+
+Each check runs against what runs now (new pods after a restart included), reads the world through
+kubectl exec and the node's /proc, and says what it saw. Families grouped here (``family``) are
+what the matrix covers: every primitive that a problem uses, by layer.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from sregym.cluster.kube import helm_path
+
+# Run in a pod of the app's own Python image: one connection-level check, JSON on stdout.
+PROBE = r"""
+import json, socket, sys, time, urllib.request
+kind, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def once(kind):
+    if kind == "dns":
+        return f"resolved {socket.getaddrinfo(host, port)[0][4][0]}"
+    s = socket.create_connection((host, port), timeout=3)
+    s.settimeout(3)
+    if kind == "tcp":
+        return "connected"
+    if kind == "redis":  # answering at all (NOAUTH included) is alive; MISCONF or silence is not
+        s.sendall(b"PING\r\n"); r = s.recv(64)
+        assert r.startswith((b"+PONG", b"-NOAUTH")), r
+        return r.decode().strip()
+    if kind == "nats":
+        r = s.recv(16)
+        assert r.startswith(b"INFO"), r
+        return "nats INFO"
+    if kind == "memcached":
+        s.sendall(b"version\r\n"); r = s.recv(64)
+        assert r.startswith(b"VERSION"), r
+        return r.decode().strip()
+    if kind == "postgres":  # SSLRequest: a live postgres answers one byte at once
+        s.sendall(bytes.fromhex("0000000804d2162f")); r = s.recv(1)
+        assert r in (b"N", b"S"), r
+        return "postgres answers"
+    s.close()
+    r = urllib.request.urlopen(f"http://{host}:{port}/readyz", timeout=3)
+    return f"HTTP {r.status} /readyz"
+def main():
+    if kind != "http_many":
+        return once(kind)
+    slow = 0
+    for _ in range(20):
+        t = time.monotonic()
+        try:
+            once("http")
+        except Exception:
+            slow += 1; continue
+        slow += time.monotonic() - t > 0.5
+    assert slow < 3, f"{slow}/20 requests failed or took over 0.5 s"
+    return f"{20 - slow}/20 requests answered within 0.5 s"
+try:
+    print(json.dumps({"ok": True, "detail": main()}))
+except Exception as e:
+    print(json.dumps({"ok": False, "detail": f"{type(e).__name__}: {e}"}))
+"""
+
+PORT_KINDS = {6379: "redis", 11211: "memcached", 5432: "postgres", 4222: "nats"}
+# faults whose cause lives in or under the pod: a restart must not cure them (DESIGN.md invariants)
+# (a hung process, ``process_signal``, is cured by a restart as its real cause, a deadlock, would be)
+POD_SCOPED = {"network_partition", "packet_loss", "bandwidth_limit", "dns_failure", "network_latency",
+              "resource_stress", "syscall_failure", "latent_sector_error", "disk_full"}
+LAYER_FAMILY = {"kubernetes": "Kubernetes objects", "application": "application config", "os": "OS",
+                "network": "network", "hardware": "hardware", "load": "load"}
+
+
+@dataclass
+class Effect:
+    present: bool
+    evidence: str
+
+
+def graded_faults(problem) -> list:
+    """The faults whose effect must be gone for the incident to be over: the root causes (for a
+    metastable problem, its vulnerabilities: the trigger is transient by design)."""
+    return problem.root_cause_faults or [f for f in problem.faults if f.role == "vulnerability"]
+
+
+def family(problem) -> tuple[str, str]:
+    """(layer family, primitive): metastable and concurrent problems are families of their own."""
+    primitive = "+".join(sorted({f.injector for f in graded_faults(problem)}))
+    if problem.tags.failure_mode == "metastable":
+        return "metastable", primitive
+    if len(problem.root_cause_faults) > 1:
+        return "concurrent", primitive
+    return LAYER_FAMILY.get(problem.tags.layer.value, problem.tags.layer.value), primitive
+
+
+def get_json(kube, *args: str) -> dict:
+    return json.loads(kube.kubectl(*args, "-o", "json").stdout)
+
+
+def _pods(kube, ns: str, workload: str) -> list[dict]:
+    """Running pods whose controller chain leads to ``workload`` (by the name prefix its ReplicaSets
+    and StatefulSet ordinals give)."""
+    out = []
+    for p in get_json(kube, "get", "pods", "-n", ns)["items"]:
+        name = p["metadata"]["name"]
+        owners = p["metadata"].get("ownerReferences") or [{}]
+        if p["metadata"].get("deletionTimestamp") or (p.get("status") or {}).get("phase") != "Running":
+            continue
+        if owners[0].get("kind") == "StatefulSet" and owners[0].get("name") == workload or \
+                owners[0].get("kind") == "ReplicaSet" and owners[0].get("name", "").rsplit("-", 1)[0] == workload:
+            out.append(p)
+    return sorted(out, key=lambda p: p["metadata"]["name"])
+
+
+def app_image(kube, ns: str) -> str | None:
+    for kind in ("deployments", "statefulsets"):
+        for w in get_json(kube, "get", kind, "-n", ns)["items"]:
+            for c in w["spec"]["template"]["spec"]["containers"]:
+                if "pyservice" in c["image"] or c["name"] == "loadgen":
+                    return c["image"]
+    return None
+
+
+def _python_pod(kube, ns: str, avoid: str | None = None) -> tuple[str, str] | None:
+    """(pod, container) of a running pod of the app's Python image, not of ``avoid``."""
+    image = app_image(kube, ns)
+    for p in get_json(kube, "get", "pods", "-n", ns)["items"]:
+        if (p.get("status") or {}).get("phase") != "Running" or p["metadata"].get("deletionTimestamp"):
+            continue
+        if avoid and p["metadata"]["name"].startswith(f"{avoid}-"):
+            continue
+        ready = {s["name"]: s.get("ready") for s in p["status"].get("containerStatuses", [])}
+        for c in p["spec"]["containers"]:
+            if c["image"] == image and ready.get(c["name"]):
+                return p["metadata"]["name"], c["name"]
+    return None
+
+
+def probe(kube, ns: str, pod: str, container: str, kind: str, host: str, port: int) -> Effect:
+    """Run one connection-level check from ``pod``; ``present`` is True when it failed."""
+    proc = kube.kubectl("exec", "-n", ns, pod, "-c", container, "--", "python3", "-c", PROBE, kind, host, str(port),
+                        check=False, timeout=120)
+    try:
+        out = json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return Effect(True, f"{kind} {host}:{port} from {pod}: no answer ({proc.stderr.strip()[:200]})")
+    return Effect(not out["ok"], f"{kind} {host}:{port} from {pod}: {out['detail']}")
+
+
+def helm(kube, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    """Run helm against the same cluster as ``kube``."""
+    cmd = [helm_path(), *args]
+    if kube.kubeconfig:
+        cmd += ["--kubeconfig", str(kube.kubeconfig)]
+    if kube.context:
+        cmd += ["--kube-context", kube.context]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    if check and proc.returncode:
+        raise RuntimeError(f"helm {' '.join(args)}: {proc.stderr.strip()}")
+    return proc
+
+
+def release_of(kube, ns: str) -> dict:
+    """The app's Helm release in ``ns`` (name, revision)."""
+    [release] = json.loads(helm(kube, "list", "-n", ns, "-o", "json").stdout)
+    return release
+
+
+def service_port(kube, ns: str, service: str) -> int | None:
+    """The port the chart gives the Service (what its clients are configured for), whatever the
+    live object says now."""
+    manifest = helm(kube, "get", "manifest", release_of(kube, ns)["name"], "-n", ns).stdout
+    for doc in yaml.safe_load_all(manifest):
+        if doc and doc.get("kind") == "Service" and doc["metadata"]["name"] == service:
+            return doc["spec"]["ports"][0]["port"]
+    return None
+
+
+def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
+    """The component's Service answers as its kind of server should, from another pod."""
+    port = service_port(kube, ns, service)
+    if port is None:
+        return Effect(True, f"the chart has no Service {service}")
+    peer = _python_pod(kube, ns, avoid=service)
+    if peer is None:
+        return Effect(True, "no running pod of the app's image to check from")
+    kind = "http_many" if many else PORT_KINDS.get(port, "http")
+    return probe(kube, ns, *peer, kind, service, port)
+
+
+def _target_service(problem, fault) -> str:
+    t = fault.target
+    return t.name if t.kind in ("Deployment", "StatefulSet", "Service") and t.name else problem.ground_truth.component
+
+
+def _from_target(kube, ns: str, fault, kind: str, host: str) -> Effect:
+    pods = _pods(kube, ns, fault.target.name)
+    if not pods:
+        return Effect(True, f"no running pod of {fault.target.name}")
+    port = service_port(kube, ns, host) or 53
+    c = fault.target.container or pods[0]["spec"]["containers"][0]["name"]
+    return probe(kube, ns, pods[0]["metadata"]["name"], c, kind, host, port)
+
+
+def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | None) -> Effect:
+    """The value running containers see (env, or a file from the ConfigMap) still is the faulty one."""
+    seen = []
+    for w in workloads:
+        for p in _pods(kube, ns, w):
+            for c in p["spec"]["containers"]:
+                proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "printenv", key,
+                                    check=False, timeout=60)
+                have = proc.stdout.strip() if proc.returncode == 0 else None
+                seen.append(f"{p['metadata']['name']}/{c['name']}: {key}={have!r}")
+                if have == value and (value is not None or proc.returncode == 1):
+                    return Effect(True, "; ".join(seen))
+    return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
+
+
+def _users_of(kube, ns: str, name: str) -> list[str]:
+    """Workloads whose pod template names ``name`` (a ConfigMap or Secret they read)."""
+    users = []
+    for kind in ("deployments", "statefulsets"):
+        for w in get_json(kube, "get", kind, "-n", ns)["items"]:
+            if f'"{name}"' in json.dumps(w["spec"]["template"]["spec"]):
+                users.append(w["metadata"]["name"])
+    return users
+
+
+def _limits(kube, ns: str, fault) -> Effect:
+    pods = _pods(kube, ns, fault.target.name)
+    want = {k: v for k, v in (("cpu", fault.params.get("cpu")), ("memory", fault.params.get("memory"))) if v}
+    for p in pods:
+        for c in p["spec"]["containers"]:
+            if fault.target.container in (None, c["name"]):
+                limits = (c.get("resources") or {}).get("limits") or {}
+                if all(limits.get(k) == v for k, v in want.items()):
+                    return Effect(True, f"{p['metadata']['name']}/{c['name']} runs with limits {limits}")
+    return Effect(False, f"no running pod of {fault.target.name} has limits {want}")
+
+
+def _probe_spec(kube, ns: str, problem, fault) -> Effect:
+    port, path = fault.params.get("port", 1), fault.params.get("path")
+    for p in _pods(kube, ns, fault.target.name):
+        for c in p["spec"]["containers"]:
+            for kind in ("livenessProbe", "readinessProbe", "startupProbe"):
+                pr = c.get(kind) or {}
+                http = pr.get("httpGet") or {}
+                if (pr.get("tcpSocket") or {}).get("port") == port or (http.get("port") == port
+                                                                        and (path is None or http.get("path") == path)):
+                    return Effect(True, f"{p['metadata']['name']}/{c['name']} runs with {kind} on port {port}")
+    effect = serves(kube, ns, _target_service(problem, fault))
+    return Effect(effect.present, f"no running pod has the broken probe; {effect.evidence}")
+
+
+def _bad_blocks(kube, ns: str, fault) -> Effect:
+    pods = _pods(kube, ns, fault.target.name)
+    if not pods:
+        return Effect(True, f"no running pod of {fault.target.name}")
+    for path in fault.params["paths"]:
+        proc = kube.kubectl("exec", "-n", ns, pods[0]["metadata"]["name"], "-c", fault.target.container or "", "--",
+                            "sh", "-c", f"cat {path} > /dev/null", check=False, timeout=60)
+        if proc.returncode != 0:
+            return Effect(True, f"reading {path}: {proc.stderr.strip()[:200]}")
+    return Effect(False, f"every byte of {', '.join(fault.params['paths'])} reads back")
+
+
+def _stress(kube, ns: str, fault) -> Effect:
+    """A stress process in the target pod's cgroup, seen in the node's /proc (the local cluster's
+    node is this host; elsewhere this check cannot run and says so)."""
+    pods = _pods(kube, ns, fault.target.name)
+    if not pods:
+        return Effect(True, f"no running pod of {fault.target.name}")
+    uids = {p["metadata"]["uid"] for p in pods}
+    forms = {u for uid in uids for u in (uid, uid.replace("-", "_"))}
+    if not Path("/proc/1/cgroup").exists():
+        raise RuntimeError("the stress check reads the node's /proc; run it on the local cluster's node")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            comm = Path(f"/proc/{pid}/comm").read_text().strip()
+            if not comm.startswith("stress"):
+                continue
+            cg = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if any(f in cg for f in forms):
+            return Effect(True, f"{comm} (pid {pid}) runs in the cgroup of a {fault.target.name} pod")
+    return Effect(False, f"no stress process in the cgroup of {', '.join(sorted(uids))}")
+
+
+def one_effect(kube, ns: str, problem, fault) -> Effect:
+    """The effect of one fault on what runs now."""
+    inj, p = fault.injector, fault.params
+    if inj == "network_partition":
+        return _from_target(kube, ns, fault, "tcp", p["peer_service"])
+    if inj == "network_policy_deny":
+        return _from_target(kube, ns, fault, "tcp", p["dependency"])
+    if inj == "dns_failure":
+        return _from_target(kube, ns, fault, "dns", p.get("name") or "kubernetes.default.svc.cluster.local")
+    if inj == "packet_loss":
+        return serves(kube, ns, _target_service(problem, fault), many=True)
+    if inj == "env_var":
+        return _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
+    if inj == "config_value":
+        users = p.get("restart") or _users_of(kube, ns, fault.target.name)
+        return _env_in_pods(kube, ns, users, p["key"], p.get("value"))
+    if inj == "resource_limits":
+        return _limits(kube, ns, fault)
+    if inj == "probe_misconfig":
+        return _probe_spec(kube, ns, problem, fault)
+    if inj == "image_tag":
+        w = get_json(kube, "get", fault.target.kind.lower(), fault.target.name, "-n", ns)
+        images = [c["image"] for c in w["spec"]["template"]["spec"]["containers"]]
+        bad = [i for i in images if i.endswith(f":{p.get('tag')}")] if p.get("tag") else []
+        effect = serves(kube, ns, _target_service(problem, fault))
+        return Effect(bool(bad) or effect.present, f"template images {images}; {effect.evidence}")
+    if inj == "credential_rotation":  # the clients that read the Secret can no longer log in
+        clients = [w for w in _users_of(kube, ns, p["secret"]) if w != fault.target.name]
+        effects = [serves(kube, ns, w) for w in clients]
+        return Effect(any(e.present for e in effects), "; ".join(e.evidence for e in effects) or "no client")
+    if inj == "latent_sector_error":
+        return _bad_blocks(kube, ns, fault)
+    if inj == "resource_stress":
+        return _stress(kube, ns, fault)
+    # Kubernetes objects (replicas, scheduling, quota, ports, selectors), credentials, a hung or
+    # failing process, a full disk: the component no longer answers as it should.
+    return serves(kube, ns, _target_service(problem, fault))
+
+
+def fault_effect(kube, ns: str, problem) -> Effect:
+    """Present when any graded fault's effect is still there."""
+    effects = [(f.id, one_effect(kube, ns, problem, f)) for f in graded_faults(problem)]
+    return Effect(any(e.present for _, e in effects),
+                  "; ".join(f"{fid}: {'PRESENT' if e.present else 'gone'} ({e.evidence})" for fid, e in effects))
+
+
+def chart_services(kube, ns: str) -> list[str]:
+    manifest = helm(kube, "get", "manifest", release_of(kube, ns)["name"], "-n", ns).stdout
+    return sorted(d["metadata"]["name"] for d in yaml.safe_load_all(manifest) if d and d.get("kind") == "Service")
+
+
+def users_served(kube, ns: str) -> Effect:
+    """Every Service of the chart (the load generator aside) answers as it should, from another pod:
+    ``present`` here means something users need is broken."""
+    effects = [(s, serves(kube, ns, s)) for s in chart_services(kube, ns) if s != "loadgen"]
+    broken = [f"{s}: {e.evidence}" for s, e in effects if e.present]
+    return Effect(bool(broken), "; ".join(broken) or f"all of {len(effects)} services answer")

@@ -92,6 +92,7 @@ def matrix_cases(problems: list, selection: str) -> list:
 
 
 CASES = matrix_cases(catalog_problems(), os.environ.get("SREGYM_ANTIGAMING_CASES", "full"))
+CHECKOUT = checkout()  # the code this session loaded, whatever is committed while it runs
 
 
 async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
@@ -169,7 +170,7 @@ def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, gaming_
     must_pass, why = expectation(cell)
     must_persist = strategy in RESTARTS and any(f.injector in POD_SCOPED for f in graded_faults(problem))
     cell |= {"expected": "pass" if must_pass else "fail", "why": why, "must_persist": must_persist,
-             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "checkout": checkout()}
+             "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "checkout": CHECKOUT}
     results = os.environ.get("SREGYM_ANTIGAMING_RESULTS")
     if results:
         append_json_line(Path(results), cell)

@@ -50,24 +50,31 @@ def agent_info(name: str, runner: Any = None) -> AgentInfo:
 async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
                     budgets: Budgets, seed: int, forbidden_words: list[str],
                     note: Callable[[str], None] = lambda m: None,
-                    on_server: Callable[[int, str], None] = lambda pid, what: None) -> Trajectory:
+                    on_server: Callable[[int, str], None] = lambda pid, what: None,
+                    on_sandbox: Callable[[str], None] = lambda namespace: None) -> Trajectory:
     """Run one agent against the live incident and return what it did.
 
     The agent gets an RBAC-limited kubeconfig (revoked afterwards) and the SRE prompt, which is
     checked not to contain ``forbidden_words`` (problem id, injector names). ``on_server(pid, module)``
-    is told the tool server's process so a killed run's server can be stopped by cleanup."""
+    is told the tool server's process so a killed run's server can be stopped by cleanup;
+    ``on_sandbox(namespace)`` the agent's sandbox namespace, before it is created."""
     try:
         from sregym.agentplane.budgets import AgentBudgets
         from sregym.agentplane.plane import AgentPlane
         from sregym.agentplane.prompt import check_prompt, render_prompt
+        from sregym.agentplane.sandbox import Sandbox
         from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
     except ImportError as e:
         raise PrerequisiteError(f"the agent plane is not available ({e})") from None
     plane_budgets = AgentBudgets(**budgets.model_dump())
     kubeconfig = await anyio.to_thread.run_sync(create_agent_access, cluster.kube, app.namespace)
     try:
+        # -- the sandbox: the tool server (and an external agent) run as pods of a namespace of their
+        # own, reaching only the API endpoint of the kubeconfig handed to them (sregym.agentplane.sandbox)
+        sandbox = Sandbox(cluster.kube, kubeconfig.read_text(), model_egress=list(getattr(runner, "egress", [])),
+                          on_namespace=on_sandbox)
         async with AgentPlane(kubeconfig, app.namespace, plane_budgets, prometheus_url=app.prometheus_url,
-                              traces_url=app.traces_url, logs_url=app.logs_url) as plane:
+                              traces_url=app.traces_url, logs_url=app.logs_url, sandbox=sandbox) as plane:
             if plane.server_pid:
                 on_server(plane.server_pid, "sregym.agentplane.server")
             prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),

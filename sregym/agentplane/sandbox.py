@@ -48,6 +48,30 @@ USER_ID = 10001  # the workbench image's user; numeric so runAsNonRoot is checka
 KUBECONFIG_KEY = "kubeconfig"
 PROMPT_KEY = "task.md"
 STARTUP_TIMEOUT = 90.0
+# Run first in an agent pod (an init container, same network identity): wait until every canary
+# (an address that answers an unfenced pod) stops answering, so the agent never starts before the
+# NetworkPolicy engine has put the pod's rules in place (kube-router does so a few seconds after the
+# pod appears); fail the pod if that does not happen in time.
+FENCE_CHECK = r"""
+import socket, sys, time
+deadline, targets = time.monotonic() + float(sys.argv[1]), sys.argv[2:]
+while True:
+    reachable = []
+    for target in targets:
+        host, port = target.rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=1).close()
+            reachable.append(target)
+        except OSError:
+            pass
+    if not reachable:
+        sys.exit(0)
+    if time.monotonic() > deadline:
+        print("the sandbox's network fence is not in place: still reachable " + " ".join(reachable), file=sys.stderr)
+        sys.exit(1)
+    time.sleep(0.5)
+"""
+FENCE_TIMEOUT = 60.0
 _FAILED_WAITING = {"ErrImageNeverPull", "ErrImagePull", "ImagePullBackOff", "InvalidImageName",
                    "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"}
 
@@ -221,11 +245,14 @@ class PodLimits:
 
 def pod_manifest(name: str, component: str, image: str, command: list[str], *, secret: str,
                  env: dict[str, str] | None = None, secret_env: Iterable[str] = (),
-                 deadline_seconds: int, limits: PodLimits | None = None, port: int | None = None) -> dict[str, Any]:
+                 deadline_seconds: int, limits: PodLimits | None = None, port: int | None = None,
+                 fence_canaries: Iterable[str] = ()) -> dict[str, Any]:
     """A hardened pod: non-root, read-only root, no capabilities, no host access, no API token.
 
     ``secret`` is mounted read-only at :data:`SECRET_DIR`; each name in ``secret_env`` becomes an
-    environment variable read from the key of the same name in that Secret."""
+    environment variable read from the key of the same name in that Secret. With
+    ``fence_canaries`` (``host:port`` an unfenced pod reaches) the pod's command starts only once
+    none of them answers (see :data:`FENCE_CHECK`)."""
     limits = limits or PodLimits()
     container_env = [{"name": k, "value": v} for k, v in (env or {}).items()]
     container_env += [{"name": k, "valueFrom": {"secretKeyRef": {"name": secret, "key": k}}} for k in secret_env]
@@ -243,6 +270,12 @@ def pod_manifest(name: str, component: str, image: str, command: list[str], *, s
     if port is not None:
         container["ports"] = [{"name": "mcp", "containerPort": port, "protocol": "TCP"}]
         container["readinessProbe"] = {"tcpSocket": {"port": port}, "periodSeconds": 1, "failureThreshold": 3}
+    init = []
+    canaries = list(fence_canaries)
+    if canaries:
+        init = [{**{k: v for k, v in container.items() if k not in ("ports", "readinessProbe", "env")},
+                 "name": "network", "command": ["python3", "-c", FENCE_CHECK, str(FENCE_TIMEOUT), *canaries],
+                 "terminationMessagePolicy": "FallbackToLogsOnError"}]
     return {
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": name, "labels": {COMPONENT_LABEL: component}},
@@ -252,6 +285,7 @@ def pod_manifest(name: str, component: str, image: str, command: list[str], *, s
             "terminationGracePeriodSeconds": 1, "activeDeadlineSeconds": max(1, int(deadline_seconds)),
             "securityContext": {"runAsNonRoot": True, "runAsUser": USER_ID, "runAsGroup": USER_ID,
                                 "fsGroup": USER_ID, "seccompProfile": {"type": "RuntimeDefault"}},
+            "initContainers": init,
             "containers": [container],
             "volumes": [{"name": "secret", "secret": {"secretName": secret, "defaultMode": 0o440}},
                         {"name": "tmp", "emptyDir": {"sizeLimit": limits.scratch}},
@@ -325,6 +359,7 @@ class Sandbox:
     created: bool = False
     api_endpoint: Endpoint | None = None
     pod_kubeconfig: str = ""
+    fence_canaries: list[str] = field(default_factory=list)
 
     def open(self, callback_port: int, observability_urls: Iterable[str]) -> None:
         """Create the namespace, its network policies; nothing runs yet."""
@@ -332,9 +367,17 @@ class Sandbox:
         self.pod_kubeconfig, self.api_endpoint = pod_reachable_kubeconfig(self.agent_kubeconfig, self.kube)
         nodes = node_addresses(self.kube)
         callback = Endpoint(self.callback_host or local_address_for_pods(self.kube), callback_port)
+        observability_urls = list(observability_urls)
         observability = [rule for url in observability_urls
                          for rule in service_peers(self.kube, url_endpoint(url), nodes)]
         api = service_peers(self.kube, self.api_endpoint, nodes)
+        # what an agent pod must not reach and an unfenced pod does: each node's kubelet, the
+        # observability endpoints (the grader's), the API server when the agent is given another endpoint
+        self.fence_canaries = [f"{ip}:10250" for ip in sorted(nodes)]
+        self.fence_canaries += [f"{e.host}:{e.port}" for e in map(url_endpoint, observability_urls)]
+        advertised = api_server_endpoint(self.kube)
+        if advertised != self.api_endpoint:
+            self.fence_canaries.append(f"{advertised.host}:{advertised.port}")
         self.on_namespace(self.namespace)
         self._create(namespace_manifest(self.namespace))
         self.created = True
@@ -355,12 +398,14 @@ class Sandbox:
 
     def start_pod(self, name: str, component: str, command: list[str], *, secret_data: dict[str, str],
                   env: dict[str, str] | None = None, secret_env: Iterable[str] = (), deadline_seconds: float,
-                  image: str | None = None, port: int | None = None) -> None:
-        """A Secret ``name`` (mounted at :data:`SECRET_DIR`) and a hardened pod ``name``."""
+                  image: str | None = None, port: int | None = None, fenced: bool = False) -> None:
+        """A Secret ``name`` (mounted at :data:`SECRET_DIR`) and a hardened pod ``name``; ``fenced``: its
+        command starts only once its network fence is proven in place (agent pods)."""
         self._create(secret_manifest(name, secret_data))
         self._create(pod_manifest(name, component, image or self.image or workbench_image(), command,
                                   secret=name, env=env, secret_env=secret_env,
-                                  deadline_seconds=int(deadline_seconds), limits=self.limits, port=port))
+                                  deadline_seconds=int(deadline_seconds), limits=self.limits, port=port,
+                                  fence_canaries=self.fence_canaries if fenced else ()))
 
     def _read_started(self, name: str) -> Any:
         """Pod ``name``; a pod whose container cannot start (no image, bad config) fails at once."""
@@ -429,6 +474,11 @@ class Sandbox:
 
 
 def _start_problem(pod: Any) -> str | None:
+    for status in pod.status.init_container_statuses or []:
+        done = status.state.terminated if status.state else None
+        if done and done.exit_code != 0:
+            return (f"its network fence was not in place in time ({(done.message or '').strip()[:300]}); "
+                    "is a NetworkPolicy engine running in the cluster?")
     for status in pod.status.container_statuses or []:
         waiting = status.state.waiting if status.state else None
         if waiting and waiting.reason in _FAILED_WAITING:

@@ -47,6 +47,17 @@ def agent_info(name: str, runner: Any = None) -> AgentInfo:
                      model=model if isinstance(model, str) else None)
 
 
+def ensure_workbench_image(cluster: ClusterHandle) -> None:
+    """The sandbox's image at this checkout, in a local cluster's runtime (cached by input hash, so
+    usually a look-up; rebuilt when the tool server's code changed). Other clusters load it themselves."""
+    if cluster.provider != "local":
+        return
+    from sregym.agentplane.sandbox import IMAGE_NAME
+    from sregym.cluster.images import build_images
+
+    build_images([IMAGE_NAME], provider="local", cluster=cluster.name)
+
+
 async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
                     budgets: Budgets, seed: int, forbidden_words: list[str],
                     note: Callable[[str], None] = lambda m: None,
@@ -67,6 +78,7 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
     except ImportError as e:
         raise PrerequisiteError(f"the agent plane is not available ({e})") from None
     plane_budgets = AgentBudgets(**budgets.model_dump())
+    await anyio.to_thread.run_sync(ensure_workbench_image, cluster)
     kubeconfig = await anyio.to_thread.run_sync(create_agent_access, cluster.kube, app.namespace)
     try:
         # -- the sandbox: the tool server (and an external agent) run as pods of a namespace of their

@@ -263,3 +263,62 @@ def test_the_sandbox_reaches_the_api_only_at_the_endpoint_its_kubeconfig_names(
         forwarder.close()
         revoke_agent_access(kube, app_namespace, observability_namespace=None, kubeconfig=kubeconfig)
     assert namespace not in sandbox_namespaces(kube) or not kube.core.list_namespaced_pod(namespace).items
+
+
+CONDUCTOR = textwrap.dedent(r"""
+    import sys
+    from pathlib import Path
+    import anyio
+    from sregym.agentplane.agents.command import CommandAgent
+    from sregym.apps.driver import DeployedApp
+    from sregym.cluster.handle import ClusterHandle
+    from sregym.conductor.agent import run_agent
+    from sregym.conductor.journal import Journal, RunHeader
+    from sregym.core.problem import Budgets
+    kubeconfig, context, namespace = sys.argv[1], sys.argv[2] or None, sys.argv[3]
+    cluster = ClusterHandle("default", "existing", Path(kubeconfig), context)
+    journal = Journal("r-killed")
+    journal.start(RunHeader(run_id="r-killed", problem_id="p", kubeconfig=kubeconfig, context=context))
+    anyio.run(lambda: run_agent(agent="command", runner=CommandAgent(["sleep", "600"]), cluster=cluster,
+                                app=DeployedApp(name="web", namespace=namespace), alert="web is slow",
+                                budgets=Budgets(steps=5, seconds=600), seed=1, forbidden_words=[],
+                                on_sandbox=journal.sandbox))
+""")
+
+
+def test_a_killed_conductor_leaves_no_agent_running_after_cleanup(cluster, workbench, app_namespace,
+                                                                   tmp_path) -> None:
+    kube = cluster.kube
+    env = {**os.environ, "SREGYM_STATE": str(tmp_path), "PYTHONPATH": str(REPO)}
+    conductor = subprocess.Popen([sys.executable, "-c", CONDUCTOR, str(cluster.kubeconfig), cluster.context or "",
+                                  app_namespace], env=env, cwd=REPO, start_new_session=True,
+                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        def agent_running() -> str | None:
+            journals = open_journals(tmp_path / "journal")
+            for namespace in journals[0].sandboxes if journals else []:
+                try:
+                    pod = kube.core.read_namespaced_pod("sre-agent", namespace)
+                except ApiException:
+                    return None
+                return namespace if pod.status.phase == "Running" else None
+            assert conductor.poll() is None, conductor.stderr.read().decode()[-2000:]
+            return None
+
+        namespace = eventually(agent_running, 120, 1)
+        assert namespace, "the command agent's pod never ran"
+    finally:
+        os.killpg(conductor.pid, signal.SIGKILL)  # the conductor's own group: started in a new session
+        conductor.wait()
+    assert kube.core.list_namespaced_pod(namespace).items, "the pods should outlive a killed conductor until cleanup"
+    cleanup = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env=env, cwd=REPO, capture_output=True,
+                             text=True, timeout=180)
+    assert cleanup.returncode == 0, cleanup.stderr
+    assert f"sandbox {namespace}" in cleanup.stderr.replace("\n", " ")
+    try:
+        left = kube.core.list_namespaced_pod(namespace).items
+    except ApiException as e:
+        left = [] if e.status == 404 else [e]
+    assert not left, [p.metadata.name for p in left]
+    assert not open_journals(tmp_path / "journal")
+    revoke_agent_access(kube, app_namespace)  # the killed run had no fault intents naming it (a real run has)

@@ -48,7 +48,7 @@ USER_ID = 10001  # the workbench image's user; numeric so runAsNonRoot is checka
 KUBECONFIG_KEY = "kubeconfig"
 PROMPT_KEY = "task.md"
 STARTUP_TIMEOUT = 90.0
-# Run first in an agent pod (an init container, same network identity): wait until every canary
+# Run first in every sandbox pod (an init container, same network identity): wait until every canary
 # (an address that answers an unfenced pod) stops answering, so the agent never starts before the
 # NetworkPolicy engine has put the pod's rules in place (kube-router does so a few seconds after the
 # pod appears); fail the pod if that does not happen in time.
@@ -360,6 +360,7 @@ class Sandbox:
     api_endpoint: Endpoint | None = None
     pod_kubeconfig: str = ""
     fence_canaries: list[str] = field(default_factory=list)
+    agent_fence_canaries: list[str] = field(default_factory=list)
 
     def open(self, callback_port: int, observability_urls: Iterable[str]) -> None:
         """Create the namespace, its network policies; nothing runs yet."""
@@ -371,13 +372,14 @@ class Sandbox:
         observability = [rule for url in observability_urls
                          for rule in service_peers(self.kube, url_endpoint(url), nodes)]
         api = service_peers(self.kube, self.api_endpoint, nodes)
-        # what an agent pod must not reach and an unfenced pod does: each node's kubelet, the
-        # observability endpoints (the grader's), the API server when the agent is given another endpoint
+        # what an unfenced pod reaches and no sandbox pod may: each node's kubelet, the API server when
+        # another endpoint is handed over; agent pods also not the observability endpoints (the grader's)
         self.fence_canaries = [f"{ip}:10250" for ip in sorted(nodes)]
-        self.fence_canaries += [f"{e.host}:{e.port}" for e in map(url_endpoint, observability_urls)]
         advertised = api_server_endpoint(self.kube)
         if advertised != self.api_endpoint:
             self.fence_canaries.append(f"{advertised.host}:{advertised.port}")
+        self.agent_fence_canaries = [*self.fence_canaries,
+                                     *(f"{e.host}:{e.port}" for e in map(url_endpoint, observability_urls))]
         self.on_namespace(self.namespace)
         self._create(namespace_manifest(self.namespace))
         self.created = True
@@ -398,14 +400,16 @@ class Sandbox:
 
     def start_pod(self, name: str, component: str, command: list[str], *, secret_data: dict[str, str],
                   env: dict[str, str] | None = None, secret_env: Iterable[str] = (), deadline_seconds: float,
-                  image: str | None = None, port: int | None = None, fenced: bool = False) -> None:
-        """A Secret ``name`` (mounted at :data:`SECRET_DIR`) and a hardened pod ``name``; ``fenced``: its
-        command starts only once its network fence is proven in place (agent pods)."""
+                  image: str | None = None, port: int | None = None) -> None:
+        """A Secret ``name`` (mounted at :data:`SECRET_DIR`) and a hardened pod ``name``, whose command
+        starts only once its network fence is proven in place (kube-router installs a pod's ingress
+        and egress rules together, so this also covers who may connect to it)."""
         self._create(secret_manifest(name, secret_data))
         self._create(pod_manifest(name, component, image or self.image or workbench_image(), command,
                                   secret=name, env=env, secret_env=secret_env,
                                   deadline_seconds=int(deadline_seconds), limits=self.limits, port=port,
-                                  fence_canaries=self.fence_canaries if fenced else ()))
+                                  fence_canaries=self.agent_fence_canaries if component == "agent"
+                                  else self.fence_canaries))
 
     def _read_started(self, name: str) -> Any:
         """Pod ``name``; a pod whose container cannot start (no image, bad config) fails at once."""

@@ -126,7 +126,7 @@ class CommandAgent(Agent):
                                 host=False)
         await anyio.to_thread.run_sync(lambda: sandbox.start_pod(
             AGENT_POD, "agent", [*_STDIN_WRAPPER, *self.argv], secret_data=secret, env=env,
-            secret_env=self.pass_env, deadline_seconds=limit + 5, image=self.image, fenced=True))
+            secret_env=self.pass_env, deadline_seconds=limit + 5, image=self.image))
         try:
             outcome = await anyio.to_thread.run_sync(sandbox.wait_finished, AGENT_POD, limit, abandon_on_cancel=True)
         finally:

@@ -322,3 +322,42 @@ def test_a_killed_conductor_leaves_no_agent_running_after_cleanup(cluster, workb
     assert not left, [p.metadata.name for p in left]
     assert not open_journals(tmp_path / "journal")
     revoke_agent_access(kube, app_namespace)  # the killed run had no fault intents naming it (a real run has)
+
+
+def test_in_process_agents_reach_the_tool_server_pod_and_other_namespaces_do_not(
+        cluster, workbench, app_namespace, tmp_path) -> None:
+    """noop runs in the conductor's process and submits through the pod; a pod of the app namespace
+    (where the agent may exec) cannot reach the tool server: ingress only from the node and the sandbox."""
+    from sregym.agentplane.agents import AGENTS
+    from sregym.cluster.images import image_ref
+
+    kube = cluster.kube
+    kubeconfig = create_agent_access(kube, app_namespace, tmp_path, observability_namespace=None, token_seconds=600)
+    sandbox = Sandbox(kube, kubeconfig.read_text())
+    probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": {
+        "restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
+            "name": "c", "image": image_ref("base"), "imagePullPolicy": "Never",
+            "command": ["python3", "-c", "import socket, sys, time\nfor _ in range(20):\n  try:\n"
+                        "    socket.create_connection((sys.argv[1], 8080), timeout=2).close(); print('open'); break\n"
+                        "  except OSError as e:\n    print(type(e).__name__, flush=True); time.sleep(0.5)\n"]}]}}
+
+    async def go():
+        async with AgentPlane(kubeconfig, app_namespace, AgentBudgets(steps=5, seconds=60), sandbox=sandbox) as plane:
+            ip = plane.mcp_url.split("//", 1)[1].split(":", 1)[0]
+            probe["spec"]["containers"][0]["command"].append(ip)
+            kube.core.create_namespaced_pod(app_namespace, probe)
+            result = await plane.run_agent(AGENTS.get("noop")(), plane.task(prompt="p", seed=1))
+            done = await anyio.to_thread.run_sync(lambda: eventually(
+                lambda: kube.core.read_namespaced_pod("probe", app_namespace).status.phase in ("Succeeded", "Failed"),
+                60, 1))
+            return plane.trajectory(result), done
+
+    try:
+        trajectory, done = anyio.run(go)
+    finally:
+        revoke_agent_access(kube, app_namespace, observability_namespace=None, kubeconfig=kubeconfig)
+    assert trajectory.submission("mitigation") is not None and trajectory.stop_reason == "submitted"
+    assert done, "the probe pod did not finish"
+    log = kube.core.read_namespaced_pod_log("probe", app_namespace)
+    assert "open" not in log.split(), f"a pod of the app namespace reached the tool server: {log}"
+    assert log.strip(), "the probe printed nothing"

@@ -8,10 +8,14 @@
         result = await plane.run_agent(AGENTS.get("react")(model=...), task)
         trajectory = plane.trajectory(result)
 
-The server runs as a separate process in a scrubbed environment (``PATH``, ``LANG``, an empty
-``HOME``, the callback token, the plane's own MCP bearer token) with only the agent's kubeconfig,
-the observability URLs, the namespace and the budgets on its command line. It reports every tool call and submission to a
-receiver on 127.0.0.1 that checks a per-plane bearer token.
+With a :class:`~sregym.agentplane.sandbox.Sandbox` (what the conductor always passes), the server
+runs as a pod of the run's sandbox namespace, from the workbench image, with the kubeconfig and
+tokens in a Secret; agents reach it at the pod's IP, and it reports to a receiver on this host's
+address that pods reach (the local cluster's bridge). Without one (``sregym mcp serve``, tests of
+the tools), it runs as a separate process on 127.0.0.1 in a scrubbed environment (``PATH``,
+``LANG``, an empty ``HOME``, the callback token, the plane's own MCP bearer token). Either way only the agent's kubeconfig, the
+observability URLs, the namespace and the budgets reach it, and every tool call and submission is
+reported to the receiver, which checks a per-plane bearer token.
 """
 
 from __future__ import annotations
@@ -37,7 +41,8 @@ from sregym.agentplane.access_token import MCP_TOKEN_ENV, mint_token
 from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.events import CALLBACK_TOKEN_ENV, SubmissionEvent, ToolCallEvent, parse_event
-from sregym.agentplane.server import READY_PREFIX, listen
+from sregym.agentplane.sandbox import SECRET_DIR, SERVER_POD, SERVER_PORT, Sandbox
+from sregym.agentplane.server import MCP_PATH, READY_PREFIX, listen
 from sregym.core.errors import PrerequisiteError
 from sregym.core.trajectory import Submission, ToolCall, Trajectory
 
@@ -62,7 +67,8 @@ class AgentPlane:
 
     def __init__(self, agent_kubeconfig: Path, namespace: str, budgets: AgentBudgets | None = None, *,
                  prometheus_url: str | None = None, traces_url: str | None = None, logs_url: str | None = None,
-                 kubectl: str | None = None, output_limit: int = 16000, log_dir: Path | None = None) -> None:
+                 kubectl: str | None = None, output_limit: int = 16000, log_dir: Path | None = None,
+                 sandbox: Sandbox | None = None) -> None:
         self.agent_kubeconfig = Path(agent_kubeconfig).resolve()
         self.namespace = namespace
         self.budgets = budgets or AgentBudgets()
@@ -70,6 +76,7 @@ class AgentPlane:
         self.kubectl = kubectl
         self.output_limit = output_limit
         self.log_dir = log_dir
+        self.sandbox = sandbox
         self.tool_calls: list[ToolCallEvent] = []
         self.submissions: list[SubmissionEvent] = []
         self.mitigation_submitted = anyio.Event()
@@ -107,12 +114,13 @@ class AgentPlane:
         await server.serve(sockets=[sock])
 
     # -- lifecycle ----------------------------------------------------------------------------
-    def server_argv(self, callback_url: str) -> list[str]:
-        argv = [sys.executable, "-m", "sregym.agentplane.server", "--kubeconfig", str(self.agent_kubeconfig),
+    def server_argv(self, callback_url: str, *, kubeconfig: str | None = None, kubectl: str | None = None,
+                    python: str = sys.executable) -> list[str]:
+        argv = [python, "-m", "sregym.agentplane.server", "--kubeconfig", kubeconfig or str(self.agent_kubeconfig),
                 "--namespace", self.namespace, "--steps", str(self.budgets.steps), "--seconds",
                 str(self.budgets.seconds), "--output-limit", str(self.output_limit), "--callback-url", callback_url]
         for flag, value in (("--prometheus-url", self.prometheus_url), ("--traces-url", self.traces_url),
-                            ("--logs-url", self.logs_url), ("--kubectl", self.kubectl)):
+                            ("--logs-url", self.logs_url), ("--kubectl", kubectl or self.kubectl)):
             if value:
                 argv += [flag, value]
         return argv
@@ -121,7 +129,7 @@ class AgentPlane:
         if not self.agent_kubeconfig.is_file():
             raise PrerequisiteError(f"agent kubeconfig {self.agent_kubeconfig} does not exist",
                                     hint="create it with sregym.cluster.agent_access.create_agent_access")
-        if self.kubectl is None:
+        if self.kubectl is None and self.sandbox is None:
             from sregym.cluster.kube import kubectl_path
 
             self.kubectl = kubectl_path()
@@ -136,6 +144,9 @@ class AgentPlane:
 
     async def _start(self) -> None:
         assert self._stack is not None
+        if self.sandbox is not None:
+            await self._start_in_sandbox(self.sandbox)
+            return
         sock = listen()
         callback_url = "http://127.0.0.1:%d" % sock.getsockname()[1]
         tg = await self._stack.enter_async_context(anyio.create_task_group())
@@ -155,6 +166,43 @@ class AgentPlane:
         self.server_pid = self._proc.pid
         self._stack.push_async_callback(self._stop_server)
         self.mcp_url = await self._wait_ready()
+
+    async def _start_in_sandbox(self, sandbox: Sandbox) -> None:
+        """The tool server as a pod of the run's sandbox namespace; the receiver on an address pods reach."""
+        assert self._stack is not None
+        from sregym.agentplane.sandbox import local_address_for_pods
+
+        host = sandbox.callback_host or await anyio.to_thread.run_sync(local_address_for_pods, sandbox.kube)
+        sandbox.callback_host = host
+        sock = listen(host)
+        callback_url = "http://%s:%d" % (host, sock.getsockname()[1])
+        tg = await self._stack.enter_async_context(anyio.create_task_group())
+        self._stack.push_async_callback(self._stop_receiver)
+        await tg.start(self._serve_receiver, sock)
+        self._stack.push_async_callback(self._close_sandbox)
+        urls = [u for u in (self.prometheus_url, self.traces_url, self.logs_url) if u]
+        await anyio.to_thread.run_sync(sandbox.open, sock.getsockname()[1], urls)
+        argv = self.server_argv(callback_url, kubeconfig=f"{SECRET_DIR}/kubeconfig", kubectl="/usr/local/bin/kubectl",
+                                python="python3") + ["--host", "0.0.0.0", "--port", str(SERVER_PORT)]
+        # the server's own clock starts when it does; the pod may live a little longer to report
+        deadline = self.budgets.seconds + GRACE_SECONDS + STARTUP_TIMEOUT
+        await anyio.to_thread.run_sync(lambda: sandbox.start_pod(
+            SERVER_POD, "tools", argv, secret_data={"kubeconfig": sandbox.pod_kubeconfig, CALLBACK_TOKEN_ENV: self._token,
+                                     MCP_TOKEN_ENV: self.mcp_token},
+            env={"LANG": "C.UTF-8"}, secret_env=[CALLBACK_TOKEN_ENV, MCP_TOKEN_ENV], deadline_seconds=deadline, port=SERVER_PORT))
+        ip = await anyio.to_thread.run_sync(sandbox.wait_ready, SERVER_POD)
+        self.mcp_url = f"http://{ip}:{SERVER_PORT}{MCP_PATH}"
+
+    async def _close_sandbox(self) -> None:
+        sandbox = self.sandbox
+        if sandbox is None:
+            return
+        with anyio.CancelScope(shield=True):
+            if self.log_dir is not None and sandbox.created:  # the server's log, as the host server keeps it
+                self.log_dir.mkdir(parents=True, exist_ok=True)
+                tail = await anyio.to_thread.run_sync(sandbox.log_tail, SERVER_POD)
+                (self.log_dir / "mcp-server.log").write_text(tail)
+            await anyio.to_thread.run_sync(sandbox.close)
 
     async def _wait_ready(self) -> str:
         assert self._proc is not None and self._proc.stdout is not None
@@ -203,7 +251,8 @@ class AgentPlane:
             raise RuntimeError("the agent plane is not open (use `async with AgentPlane(...)`)")
         task = AgentTask(mcp_url=self.mcp_url, kubeconfig=self.agent_kubeconfig, namespace=self.namespace,
                          prompt=prompt, budgets=self.budgets, seed=seed, prometheus_url=self.prometheus_url,
-                         traces_url=self.traces_url, logs_url=self.logs_url, mcp_token=self.mcp_token)
+                         traces_url=self.traces_url, logs_url=self.logs_url, mcp_token=self.mcp_token,
+                         sandbox=self.sandbox)
         self.started_at = task.started_at
         return task
 

@@ -34,6 +34,14 @@ def run(
     agent: Annotated[str, typer.Option(help="Agent name: noop, random, react, command, oracle, ...")] = "noop",
     model: Annotated[Optional[str], typer.Option(help="Model name, for LLM agents (react).")] = None,
     base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, for LLM agents.")] = None,
+    agent_image: Annotated[Optional[str], typer.Option(
+        help="--agent command: image of its sandbox pod (default: sregym/workbench; yours starts FROM it).")] = None,
+    agent_egress: Annotated[Optional[list[str]], typer.Option(
+        help="--agent command: CIDR:PORT its sandbox pod may reach (a model endpoint); repeatable.")] = None,
+    agent_host: Annotated[bool, typer.Option(
+        help="--agent command: run on this host instead of the sandbox pod (needs --run-as USER as root).")] = False,
+    run_as: Annotated[Optional[str], typer.Option(
+        help="With --agent-host: the unprivileged user the command runs as (never root).")] = None,
     seed: Annotated[int, typer.Option(help="Run seed: the same seed gives the same timeline and noise.")] = 0,
     noise: Annotated[OnOff, typer.Option(help="Seeded transient noise during the run.")] = OnOff.on,
     out: Annotated[Path, typer.Option(help="Folder for the run record <run_id>.json.")] = Path("runs"),
@@ -62,6 +70,8 @@ def run(
     from sregym.conductor.run import run_problem
 
     load_plugins(plugins)
+    options = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v}
+    options.update(command_agent_options(agent, agent_image, agent_egress, agent_host, run_as))
     lp = load_problem_arg(problem, problems_dir)
     check_problem(lp, noise=noise is OnOff.on)
     cluster = current_cluster(kubeconfig, context)
@@ -71,13 +81,34 @@ def run(
         budget_steps=budget_steps, budget_seconds=budget_seconds, budget_tokens=budget_tokens, console=console,
         driver=app_driver(charts_dir), baseline_window=baseline_window, grade_window=grade_window,
         verify_timeout=verify_timeout, plugin_dirs=plugins,
-        agent_options={k: v for k, v in {"model": model, "base_url": base_url}.items() if v}))
+        agent_options=options))
     mit, diag = record.grades.mitigation, record.grades.diagnosis
     console.print(f"run {record.run_id}: mitigation "
                   f"{'[green]passed[/]' if mit and mit.passed else '[red]failed[/]'}, diagnosis "
                   f"{('[green]passed[/]' if diag.passed else '[red]failed[/]') if diag and diag.judged else 'not judged'}"
                   f", {record.trajectory.steps} steps, TTM {record.ttm_s}s")
     typer.echo(str(out / f"{record.run_id}.json"))
+
+
+def command_agent_options(agent: str, image: str | None, egress: list[str] | None, host: bool,
+                          run_as: str | None) -> dict:
+    """The sandbox options of ``--agent command``; refused with any other agent (they run in-process)."""
+    given = {"--agent-image": image, "--agent-egress": egress, "--agent-host": host, "--run-as": run_as}
+    if agent != "command":
+        named = [flag for flag, value in given.items() if value]
+        if named:
+            from sregym.core.errors import UserInputError
+
+            raise UserInputError(f"{', '.join(named)} only apply to --agent command (got --agent {agent})")
+        return {}
+    options: dict = {"host": host}
+    if image:
+        options["image"] = image
+    if egress:
+        options["egress"] = egress
+    if run_as:
+        options["run_as"] = run_as
+    return options
 
 
 def cleanup(

@@ -154,7 +154,7 @@ def _build_one(recipe: ImageRecipe, found: dict[str, ImageRecipe], digests: dict
     on_event(recipe.name, "building")
     if recipe.kind == "debootstrap":
         podman.build_base(refs, recipes.BASE_SUITE, _base_packages(recipe), archive, log)
-    elif recipe.on_request:
+    elif recipe.assembled:
         with tempfile.TemporaryDirectory(prefix=f"sregym-{recipe.name}-") as tmp:
             podman.build_dockerfile(assemble(recipe, Path(tmp)), refs, archive, log)
     else:

@@ -48,27 +48,43 @@ def agent_info(name: str, runner: Any = None) -> AgentInfo:
                      model=model if isinstance(model, str) else None)
 
 
+def ensure_workbench_image(cluster: ClusterHandle) -> None:
+    """The sandbox's image at this checkout, in a local cluster's runtime (cached by input hash, so
+    usually a look-up; rebuilt when the tool server's code changed). Other clusters load it themselves."""
+    if cluster.provider != "local":
+        return
+    from sregym.agentplane.sandbox import IMAGE_NAME
+    from sregym.cluster.images import build_images
+
+    build_images([IMAGE_NAME], provider="local", cluster=cluster.name)
+
+
 async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
                     budgets: Budgets, seed: int, forbidden_words: list[str],
                     note: Callable[[str], None] = lambda m: None,
-                    on_server: Callable[[int, str], None] = lambda pid, what: None) -> Trajectory:
+                    on_server: Callable[[int, str], None] = lambda pid, what: None,
+                    on_sandbox: Callable[[str], None] = lambda namespace: None) -> Trajectory:
     """Run one agent against the live incident and return what it did.
 
     The agent gets a kubeconfig for its API proxy (which acts as the agent's RBAC-limited
     ServiceAccount and hides the fault plane; access revoked afterwards) and the SRE prompt, which
-    is checked not to contain ``forbidden_words`` (problem id, injector names). ``on_server(pid,
-    what)`` is told each helper process (the API proxy, the tool server) so a killed run's
-    processes can be stopped by cleanup."""
+    is checked not to contain ``forbidden_words`` (problem id, injector names). The tool server (and
+    an external agent) run in a sandbox namespace that reaches only that proxy. ``on_server(pid,
+    what)`` is told each helper process (the API proxy, the metrics view, the tool server) so a
+    killed run's processes can be stopped by cleanup; ``on_sandbox(namespace)`` the agent's
+    sandbox namespace, before it is created."""
     try:
         from sregym.agentplane.budgets import AgentBudgets
         from sregym.agentplane.plane import AgentPlane
         from sregym.agentplane.prompt import check_prompt, render_prompt
+        from sregym.agentplane.sandbox import Sandbox
         from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
         from sregym.cluster.agent_proxy import (PROCESS_NAME, AgentApiProxy, PrometheusView, proxy_listen_host,
                                                 proxy_pki)
     except ImportError as e:
         raise PrerequisiteError(f"the agent plane is not available ({e})") from None
     plane_budgets = AgentBudgets(**budgets.model_dump())
+    await anyio.to_thread.run_sync(ensure_workbench_image, cluster)
     # The agent's API endpoint: the proxy holds the conductor's credentials and acts as the agent's
     # ServiceAccount; the kubeconfig handed on holds only the proxy's per-run token. Metrics go
     # through a view that serves only Prometheus's query API, without the hidden namespace.
@@ -85,9 +101,13 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
                 if helper is not None and helper.pid:
                     on_server(helper.pid, PROCESS_NAME)
             assert proxy.kubeconfig is not None
+            # -- the sandbox: the tool server (and an external agent) run as pods of a namespace of
+            # their own, reaching only the proxy (sregym.agentplane.sandbox)
+            sandbox = Sandbox(cluster.kube, proxy.kubeconfig.read_text(),
+                              model_egress=list(getattr(runner, "egress", [])), on_namespace=on_sandbox)
             async with AgentPlane(proxy.kubeconfig, app.namespace, plane_budgets,
                                   prometheus_url=metrics.url if metrics else None,
-                                  traces_url=app.traces_url, logs_url=app.logs_url) as plane:
+                                  traces_url=app.traces_url, logs_url=app.logs_url, sandbox=sandbox) as plane:
                 if plane.server_pid:
                     on_server(plane.server_pid, "sregym.agentplane.server")
                 prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),

@@ -3,7 +3,8 @@
 For each run whose journal is not closed, the open intents are rebuilt into injectors (registry
 lookup + journaled params, target, mechanism and planned state) and recovered newest first.
 ``recover`` is idempotent, so an intent whose inject never ran, or ran halfway, is safe to undo.
-Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
+First the run's agent is stopped: its tool server process and its sandbox namespace (every agent
+pod in it). Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
 namespace is deleted, the agent's access to the app namespace is revoked, and the journal is closed.
 """
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sregym.agentplane.sandbox import delete_sandbox_namespace
 from sregym.cluster.agent_access import revoke_agent_access
 from sregym.conductor.faultplane import build_injector
 from sregym.conductor.journal import Journal, RunHeader, RunJournal, open_journals
@@ -82,6 +84,12 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         return result
     journal = Journal(rj.run_id, directory or rj.path.parent)
     result.stopped = stop_processes(rj.processes)
+    for namespace in rj.sandboxes if kube is not None else []:  # the agent must not outlive its run
+        try:
+            delete_sandbox_namespace(kube, namespace)
+            result.stopped.append(f"sandbox {namespace}")
+        except Exception as e:  # noqa: BLE001 - report and keep undoing the rest
+            result.errors.append(f"deleting the agent's sandbox namespace {namespace}: {e}")
     for folder in rj.header.plugins if rj.header else []:
         if Path(folder).is_dir():  # the run's own plug-in injectors, so they can be rebuilt
             import_path(Path(folder))

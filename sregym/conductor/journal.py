@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from sregym.core.errors import PrerequisiteError
 
-Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "process", "closed"]
+Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "process", "sandbox", "closed"]
 
 
 def journal_dir() -> Path:
@@ -108,6 +108,11 @@ class Journal:
         tool server: cleanup stops it if the run was killed."""
         self._append(Entry(op="process", run_id=self.run_id, key=what, pid=pid))
 
+    def sandbox(self, namespace: str) -> None:
+        """The agent's sandbox namespace, written before it is created: cleanup deletes it (and every
+        agent pod in it) if the run was killed."""
+        self._append(Entry(op="sandbox", run_id=self.run_id, key=namespace))
+
     def close(self) -> None:
         """Mark the run clean and move its file to ``closed/`` so cleanup no longer scans it."""
         self._append(Entry(op="closed", run_id=self.run_id))
@@ -129,6 +134,7 @@ class RunJournal:
     closed: bool = False
     corrupt_lines: int = 0
     processes: dict[int, str] = field(default_factory=dict)
+    sandboxes: list[str] = field(default_factory=list)
 
     @property
     def open_intents(self) -> list[Intent]:
@@ -156,6 +162,8 @@ def read_journal(path: Path) -> RunJournal:
             rj.recovered.add(e.key)
         elif e.op == "process" and e.pid:
             rj.processes[e.pid] = e.key or ""
+        elif e.op == "sandbox" and e.key and e.key not in rj.sandboxes:
+            rj.sandboxes.append(e.key)
         elif e.op == "closed":
             rj.closed = True
     return rj

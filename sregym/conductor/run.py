@@ -193,7 +193,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
             record.trajectory = await with_background(player.play_rest, run_agent(
                 agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
                 seed=derive_seed(seed, "agent"), forbidden_words=forbidden_words(problem), note=phases.note,
-                on_server=journal.process))
+                on_server=journal.process, on_sandbox=journal.sandbox))
         for err in await player.stop_noise():
             phases.note(f"noise recover failed: {err}")
         with phases.phase("grade", f"window {grade_window:.0f}s"):

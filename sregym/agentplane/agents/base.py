@@ -41,6 +41,9 @@ class AgentTask(BaseModel):
     traces_url: str | None = None
     logs_url: str | None = None
     started_at: float = Field(default_factory=time.time, description="unix time the agent phase started")
+    # the run's sandbox namespace (sregym.agentplane.sandbox.Sandbox), where external agents run;
+    # the conductor's handle, never serialised or handed to the agent's own process
+    sandbox: Any = Field(None, exclude=True, repr=False)
 
     def elapsed(self) -> float:
         return time.time() - self.started_at

@@ -11,7 +11,8 @@ Two kinds of recipe:
 A Dockerfile folder with a ``context.txt`` is *assembled*: its build context also gets the
 repository paths that file lists (under ``repo/``) and the binaries sregym builds (``binary
 kubectl``, under ``bin/``). Such an image (sregym itself, for the nightly chart) is built only when
-named (``sregym images build --only suite-runner``), never by a plain ``sregym images build``.
+named (``sregym images build --only suite-runner``), never by a plain ``sregym images build``,
+unless its listing has a line ``default`` (the agent's workbench: a few modules, needed by every run).
 
 An image's input hash covers its recipe files and the input hashes of the sregym images it is built
 ``FROM``, so it is known before anything is built: charts can reference ``sregym/<name>:<hash12>``
@@ -54,11 +55,17 @@ class ImageRecipe:
     # assembled images: (repository path, path in the context) pairs and binaries (name, version)
     extra_files: tuple[tuple[Path, str], ...] = field(default=(), compare=False)
     binaries: tuple[tuple[str, str], ...] = ()
+    built_by_default: bool = False  # an assembled image that a plain `sregym images build` builds too
+
+    @property
+    def assembled(self) -> bool:
+        """Its build context gets repository files or sregym's binaries (see ``context.txt``)."""
+        return bool(self.extra_files or self.binaries)
 
     @property
     def on_request(self) -> bool:
-        """Built only when named: an assembled context copies much of the repository."""
-        return bool(self.extra_files or self.binaries)
+        """Built only when named: an assembled context usually copies much of the repository."""
+        return self.assembled and not self.built_by_default
 
     @property
     def repository(self) -> str:
@@ -115,9 +122,11 @@ def discover(repo: Path) -> dict[str, ImageRecipe]:
             raise UserInputError(f"{dockerfile}: image name {name!r} is defined twice "
                                  f"(also by {recipes[name].context})", hint="rename one of the folders")
         parents = sregym_parents(dockerfile.read_text())
-        extra, binaries = assembled_context(repo, dockerfile.parent / "context.txt")
+        listing = dockerfile.parent / "context.txt"
+        extra, binaries = assembled_context(repo, listing)
         recipes[name] = ImageRecipe(name, dockerfile.parent, "dockerfile", parents,
-                                    files=context_files(dockerfile.parent), extra_files=extra, binaries=binaries)
+                                    files=context_files(dockerfile.parent), extra_files=extra, binaries=binaries,
+                                    built_by_default=any(line == DEFAULT_DIRECTIVE for _, line in _listing_lines(listing)))
     for recipe in recipes.values():
         for parent in recipe.parents:
             if parent not in recipes:
@@ -134,17 +143,25 @@ def _binary_versions() -> dict[str, str]:
     return {"kubectl": KUBERNETES.version, "helm": HELM.version}
 
 
+DEFAULT_DIRECTIVE = "default"
+
+
+def _listing_lines(listing: Path) -> list[tuple[int, str]]:
+    """(line number, content) of a ``context.txt`` without comments and blank lines."""
+    if not listing.is_file():
+        return []
+    lines = [(n, raw.split("#", 1)[0].strip()) for n, raw in enumerate(listing.read_text().splitlines(), 1)]
+    return [(n, line) for n, line in lines if line]
+
+
 def assembled_context(repo: Path, listing: Path) -> tuple[tuple[tuple[Path, str], ...], tuple[tuple[str, str], ...]]:
     """What ``listing`` (a ``context.txt``) adds to a build context: repository files (each with its
     path under ``repo/``) and binaries (name, version). Nothing when there is no listing."""
-    if not listing.is_file():
-        return (), ()
     files: list[tuple[Path, str]] = []
     binaries: list[tuple[str, str]] = []
     known = _binary_versions()
-    for number, raw in enumerate(listing.read_text().splitlines(), 1):
-        line = raw.split("#", 1)[0].strip()
-        if not line:
+    for number, line in _listing_lines(listing):
+        if line == DEFAULT_DIRECTIVE:
             continue
         where = f"{listing}:{number}"
         if line.startswith("binary "):

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -21,6 +23,7 @@ from sregym.agentplane.agents.command import CommandAgent
 from sregym.agentplane.agents.react import ReactAgent
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
+from sregym.core.errors import PrerequisiteError, UserInputError
 from sregym.core.llm import ChatClient
 from sregym.core.llm_playback import PlaybackServer, Reply, raw_tool_call, text, tool_call
 
@@ -151,48 +154,63 @@ def test_tool_server_environment_holds_nothing_but_its_own(agent_kubeconfig: Pat
     assert "admin" not in json.dumps(env) and "hotel_geo" not in json.dumps(env)
 
 
-def test_command_agent_gets_a_scrubbed_environment_and_the_prompt(agent_kubeconfig: Path, tmp_path: Path,
-                                                                  monkeypatch) -> None:
+@pytest.fixture()
+def shared_dir():
+    """A folder the unprivileged agent user can write (pytest's tmp_path is root's alone)."""
+    path = Path(tempfile.mkdtemp(prefix="sre-agent-test-"))
+    path.chmod(0o777)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def unprivileged() -> str | None:
+    """The user a host agent runs as in these tests: nobody when we are root, else ourselves."""
+    return "nobody" if os.geteuid() == 0 else None
+
+
+def test_command_agent_on_the_host_runs_unprivileged_with_a_scrubbed_environment_and_the_prompt(
+        agent_kubeconfig: Path, shared_dir: Path, monkeypatch) -> None:
     monkeypatch.setenv("SREGYM_PROBLEM", "hotel_geo_wrong_port")
     monkeypatch.setenv("MY_AGENT_KEY", "k")
-    report = tmp_path / "seen.json"
-    script = tmp_path / "agent.py"
-    script.write_text(textwrap.dedent(f"""\
-        import json, os, sys, anyio, httpx2
-        from mcp import Client
-        from mcp.client.streamable_http import streamable_http_client
-        seen = {{"env": dict(os.environ), "stdin": sys.stdin.read(),
-                 "prompt_file": open(os.environ["SREGYM_PROMPT_FILE"]).read(),
-                 "kubeconfig": open(os.environ["KUBECONFIG"]).read()}}
-        json.dump(seen, open({str(report)!r}, "w"))
-        async def main():
-            headers = {{"Authorization": "Bearer " + os.environ["SREGYM_MCP_TOKEN"]}}
-            async with httpx2.AsyncClient(headers=headers) as http, \\
-                    Client(streamable_http_client(os.environ["SREGYM_MCP_URL"], http_client=http)) as c:
-                await c.call_tool("submit_diagnosis", {{"text": "from the external agent"}})
-                await c.call_tool("submit_mitigation", {{}})
-        anyio.run(main)
-        """))
-    agent = CommandAgent([sys.executable, str(script)], timeout=60, pass_env=["MY_AGENT_KEY"])
+    script = ('id -u > "$1/uid"; env > "$1/env"; cat > "$1/stdin"; cat "$SREGYM_PROMPT_FILE" > "$1/prompt"; '
+              'cat "$KUBECONFIG" > "$1/kubeconfig"; cat /var/lib/sregym/journal/* > "$1/journal" 2>&1 || true')
+    agent = CommandAgent(["/bin/sh", "-c", script, "agent", str(shared_dir)], timeout=60, pass_env=["MY_AGENT_KEY"],
+                         run_as=unprivileged(), host=True)
     result, traj, _ = run_in_plane(agent_kubeconfig, agent, AgentBudgets())
-    seen = json.loads(report.read_text())
     assert result.stop_reason == "submitted", result.error
-    assert traj.submission("diagnosis").text == "from the external agent"
-    assert seen["stdin"] == PROMPT and seen["prompt_file"] == PROMPT
-    assert seen["kubeconfig"] == agent_kubeconfig.read_text()
-    allowed = {"PATH", "LANG", "HOME", "SREGYM_MCP_URL", "SREGYM_MCP_TOKEN", "KUBECONFIG", "SREGYM_PROMPT_FILE",
-               "SREGYM_NAMESPACE", "MY_AGENT_KEY"}
-    assert set(seen["env"]) - {"PWD", "SHLVL", "_", "LC_CTYPE"} <= allowed
-    assert seen["env"]["HOME"] != os.environ.get("HOME") and "SREGYM_PROBLEM" not in seen["env"]
+    assert (shared_dir / "uid").read_text().strip() != "0"
+    assert (shared_dir / "stdin").read_text() == PROMPT and (shared_dir / "prompt").read_text() == PROMPT
+    assert (shared_dir / "kubeconfig").read_text() == agent_kubeconfig.read_text()
+    env = dict(line.split("=", 1) for line in (shared_dir / "env").read_text().splitlines() if "=" in line)
+    assert env["SREGYM_MCP_TOKEN"]  # the tool server's bearer token (the plane's own)
+    allowed = {"PATH", "LANG", "HOME", "SREGYM_MCP_URL", "SREGYM_MCP_TOKEN", "KUBECONFIG", "SREGYM_PROMPT_FILE", "SREGYM_NAMESPACE",
+               "MY_AGENT_KEY"}
+    assert set(env) - {"PWD", "SHLVL", "_", "LC_CTYPE"} <= allowed
+    assert env["HOME"] != os.environ.get("HOME") and "SREGYM_PROBLEM" not in env
 
 
-def test_command_agent_is_killed_at_its_time_limit(agent_kubeconfig: Path, tmp_path: Path) -> None:
-    pidfile = tmp_path / "pid"
-    script = tmp_path / "sleepy.py"
-    script.write_text(f"import os, time\nopen({str(pidfile)!r}, 'w').write(str(os.getpid()))\ntime.sleep(120)\n")
-    agent = CommandAgent([sys.executable, str(script)], timeout=2)
+def test_command_agent_on_the_host_is_killed_at_its_time_limit(agent_kubeconfig: Path, shared_dir: Path) -> None:
+    agent = CommandAgent(["/bin/sh", "-c", 'echo $$ > "$1/pid"; exec sleep 120', "agent", str(shared_dir)],
+                         timeout=2, run_as=unprivileged(), host=True)
     result, traj, _ = run_in_plane(agent_kubeconfig, agent, AgentBudgets())
     assert result.stop_reason == "budget_seconds"
-    pid = int(pidfile.read_text())
+    pid = int((shared_dir / "pid").read_text())
     assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
     assert traj.submission("mitigation") is None
+
+
+def test_command_agent_never_runs_as_root_on_the_host(monkeypatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 0)
+    with pytest.raises(UserInputError, match="--run-as"):
+        CommandAgent(["true"], host=True)
+    with pytest.raises(UserInputError, match="root"):
+        CommandAgent(["true"], host=True, run_as="root")
+    with pytest.raises(UserInputError, match="--agent-host"):
+        CommandAgent(["true"], run_as="nobody")
+
+
+def test_command_agent_runs_in_the_sandbox_by_default(agent_kubeconfig: Path) -> None:
+    """Without a sandbox (no cluster here) the default placement refuses rather than fall back to the host."""
+    with pytest.raises(BaseExceptionGroup) as raised:
+        run_in_plane(agent_kubeconfig, CommandAgent(["true"]), AgentBudgets())
+    assert raised.group_contains(PrerequisiteError, match="sandbox")

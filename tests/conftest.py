@@ -24,8 +24,8 @@ import pytest
 from sregym.cluster.handle import ClusterHandle
 
 # What one ci-tier test may take, setup and teardown included (one attempt; a rerun is another).
-# Measured on the 2-core build machine, the slowest ci-tier tests take about 3 minutes, most of
-# it a first deploy of an app (docs/testing.md).
+# The slowest measured ci-tier tests, a whole problem validated or run, take about 100 s on the
+# 2-core build machine (docs/testing.md); 300 s leaves room for an app's first deploy.
 CI_TEST_SECONDS = float(os.environ.get("SREGYM_CI_TEST_SECONDS", "300"))
 CLOSING = "closing lines"  # the heading .ci/run prints from
 

@@ -24,9 +24,10 @@ import pytest
 from sregym.cluster.handle import ClusterHandle
 
 # What one ci-tier test may take, setup and teardown included (one attempt; a rerun is another).
-# The slowest measured ci-tier tests, a whole problem validated or run, take about 100 s on the
-# 2-core build machine (docs/testing.md); 300 s leaves room for an app's first deploy.
-CI_TEST_SECONDS = float(os.environ.get("SREGYM_CI_TEST_SECONDS", "300"))
+# Whole problems validated or run take about 100 s on the 2-core build machine, the slowest
+# measured ci-tier test 269 s (an anti-gaming case: restart every pod under a LimitRange); 420 s
+# leaves room for an app's first deploy (docs/testing.md).
+CI_TEST_SECONDS = float(os.environ.get("SREGYM_CI_TEST_SECONDS", "420"))
 CLOSING = "closing lines"  # the heading .ci/run prints from
 
 

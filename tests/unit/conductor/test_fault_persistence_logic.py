@@ -37,7 +37,9 @@ def replace_pod(world: Path, old: str, new: str) -> None:
     data = pods(world)
     del data[old]
     data[new] = []
-    world.write_text(json.dumps(data))
+    tmp = world.with_suffix(".tmp")  # atomic, as the fake injector writes it from another thread
+    tmp.write_text(json.dumps(data))
+    tmp.replace(world)
 
 
 def plane_for(journal: Journal, world: Path) -> FaultPlane:
@@ -66,9 +68,10 @@ def test_a_replaced_pod_gets_the_fault_again_and_recover_undoes_every_copy(world
         await start(plane, world)
         assert pods(world) == {"pod-1": ["drop"]}
         replace_pod(world, "pod-1", "pod-2")
-        await eventually(lambda: pods(world).get("pod-2") == ["drop"])
+        # the copy is recorded just after its rule lands: wait for both
+        await eventually(lambda: pods(world).get("pod-2") == ["drop"] and len(plane.reapplied) == 1)
         replace_pod(world, "pod-2", "pod-3")
-        await eventually(lambda: pods(world).get("pod-3") == ["drop"])
+        await eventually(lambda: pods(world).get("pod-3") == ["drop"] and len(plane.reapplied) == 2)
         assert (await plane.verify("cut", timeout=1)).ok  # the newest copy is what verify reads
         assert [r["key"] for r in plane.reapplied] == ["cut#2", "cut#3"]
         assert [r["pods"] for r in plane.reapplied] == [["pod-2"], ["pod-3"]]

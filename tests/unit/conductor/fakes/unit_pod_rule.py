@@ -22,7 +22,10 @@ def pods(file: str) -> dict[str, list[str]]:
 
 
 def write(file: str, world: dict[str, list[str]]) -> None:
-    Path(file).write_text(json.dumps(world))
+    # atomic: the test reads the file from another thread while the fault plane's watcher writes it
+    tmp = Path(file).with_suffix(".tmp")
+    tmp.write_text(json.dumps(world))
+    tmp.replace(file)
 
 
 @injector("unit_pod_rule")

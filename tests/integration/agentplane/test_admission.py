@@ -3,7 +3,7 @@ try to reach the node from the app namespace. Found live before this was fixed: 
 Deployment mounting the sregym state directory by hostPath, exec'd into it and read the run journal.
 
 The app namespace is made by the code every deploy runs (``ensure_app_namespace``); the agent's
-access by ``create_agent_access``. The Deployment itself may be accepted (Pod Security checks pods,
+access (``live.agent_kubeconfig_for``: rights granted, its API proxy open). The Deployment itself may be accepted (Pod Security checks pods,
 and only warns on their templates): what counts is that no such pod ever exists."""
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import pytest
 import yaml
 from kubernetes import client
 
+from live import agent_kubeconfig_for
 from sregym.apps.namespace import ensure_app_namespace, pod_security_labels
-from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
 from sregym.cluster.images import image_ref
 from sregym.cluster.kube import kubectl_path
 
@@ -52,15 +52,15 @@ ESCALATIONS = {
 
 
 @pytest.fixture(scope="module")
-def app_ns(cluster):
-    """An app namespace as deploys make it, a healthy Deployment `web` in it, and the agent's kubeconfig."""
+def app_ns(cluster, tmp_path_factory):
+    """An app namespace as deploys make it, a healthy Deployment `web` in it, and the agent's kubeconfig
+    (through its API proxy, as a run hands it over)."""
     kube = cluster.kube
     ns = f"adm-{uuid.uuid4().hex[:6]}"
     ensure_app_namespace(cluster, ns)
     kube.apps.create_namespaced_deployment(ns, deployment("web", {"containers": [container()]}))
-    kubeconfig = create_agent_access(kube, ns)
-    yield ns, kubeconfig
-    revoke_agent_access(kube, ns, kubeconfig=kubeconfig)
+    with agent_kubeconfig_for(cluster, ns, tmp_path_factory.mktemp("agent")) as kubeconfig:
+        yield ns, kubeconfig
     kube.core.delete_namespace(ns)
 
 

@@ -27,7 +27,7 @@ from mcp import MCPError
 from sregym.agentplane.agents.base import mcp_client
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
-from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from live import agent_kubeconfig_for
 
 pytestmark = pytest.mark.cluster
 
@@ -37,9 +37,8 @@ def agent_namespace(cluster, tmp_path_factory):
     """A fresh namespace with the agent's RBAC-limited kubeconfig (no app needed: the tools are the target)."""
     namespace = f"tools-{uuid.uuid4().hex[:6]}"
     cluster.kube.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=namespace)))
-    kubeconfig = create_agent_access(cluster.kube, namespace, tmp_path_factory.mktemp("agent"), token_seconds=3600)
-    yield namespace, kubeconfig
-    revoke_agent_access(cluster.kube, namespace, kubeconfig=kubeconfig)
+    with agent_kubeconfig_for(cluster, namespace, tmp_path_factory.mktemp("agent")) as kubeconfig:
+        yield namespace, kubeconfig
     cluster.kube.core.delete_namespace(namespace)
 
 

@@ -14,11 +14,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 import uuid
 from pathlib import Path
@@ -33,14 +31,14 @@ from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
 from sregym.agentplane.sandbox import NAMESPACE_PREFIX, Sandbox, api_server_endpoint, local_address_for_pods
 from sregym.apps.driver import DeployedApp
-from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from sregym.cluster.agent_access import revoke_agent_access
 from sregym.cluster.images import build_images
 from sregym.conductor.agent import run_agent
 from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.journal import open_journals
 from sregym.core.problem import Budgets
 
-from live import local_socket
+from live import agent_kubeconfig_for, local_socket
 from polling import eventually
 
 pytestmark = pytest.mark.cluster
@@ -105,14 +103,17 @@ ATTACKS = textwrap.dedent(r"""
     out["uid"] = os.getuid()
     out["home writable"] = os.access(os.environ["HOME"], os.W_OK)
     out["stdin is the prompt"] = sys.stdin.read() == open(os.environ["SREGYM_PROMPT_FILE"]).read()
-    import anyio
+    import anyio, httpx2
     from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
     async def main():
-        async with Client(os.environ["SREGYM_MCP_URL"]) as c:
-            r = await c.call_tool("kubectl", {"command": ["get", "pods", "-n", os.environ["SREGYM_NAMESPACE"]]})
-            out["mcp kubectl"] = "error" if r.is_error else "ok"
-            await c.call_tool("submit_diagnosis", {"text": json.dumps(out)})
-            await c.call_tool("submit_mitigation", {})
+        headers = {"Authorization": "Bearer " + os.environ["SREGYM_MCP_TOKEN"]}  # the run's own tools only
+        async with httpx2.AsyncClient(headers=headers) as http:
+          async with Client(streamable_http_client(os.environ["SREGYM_MCP_URL"], http_client=http)) as c:
+              r = await c.call_tool("kubectl", {"command": ["get", "pods", "-n", os.environ["SREGYM_NAMESPACE"]]})
+              out["mcp kubectl"] = "error" if r.is_error else "ok"
+              await c.call_tool("submit_diagnosis", {"text": json.dumps(out)})
+              await c.call_tool("submit_mitigation", {})
     anyio.run(main)
     print(json.dumps(out))
 """)
@@ -173,44 +174,6 @@ def test_the_command_agent_in_its_pod_reaches_nothing_of_the_conductor_and_submi
     assert api.port and elapsed < 120, f"the agent phase took {elapsed:.0f}s"
 
 
-class Forwarder:
-    """A TCP forwarder on the node's bridge address standing in for an API proxy (what the agent's
-    kubeconfig will point at): the sandbox must reach the API through it and only through it."""
-
-    def __init__(self, listen_host: str, target: tuple[str, int]) -> None:
-        self.server = socket.create_server((listen_host, 0))
-        self.port = self.server.getsockname()[1]
-        self.target = target
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self) -> None:
-        while True:
-            try:
-                client, _ = self.server.accept()
-            except OSError:
-                return
-            upstream = socket.create_connection(self.target)
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
-
-    @staticmethod
-    def _pipe(src: socket.socket, dst: socket.socket) -> None:
-        try:
-            while data := src.recv(65536):
-                dst.sendall(data)
-        except OSError:
-            pass
-        finally:
-            for s in (src, dst):
-                try:
-                    s.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
-
-    def close(self) -> None:
-        self.server.close()
-
-
 PROBE_API = textwrap.dedent(r"""
     import json, os, socket, subprocess, sys
     out = {}
@@ -231,16 +194,14 @@ PROBE_API = textwrap.dedent(r"""
 
 def test_the_sandbox_reaches_the_api_only_at_the_endpoint_its_kubeconfig_names(
         cluster, workbench, app_namespace, tmp_path) -> None:
+    """The kubeconfig names the agent's API proxy (on the node's address): the sandbox reaches it,
+    kubectl works through it, and the API server itself is out of reach at every address."""
     kube = cluster.kube
-    node = local_address_for_pods(kube)
     api = api_server_endpoint(kube)
-    forwarder = Forwarder(node, ("127.0.0.1", api.port))
-    kubeconfig = create_agent_access(kube, app_namespace, tmp_path, observability_namespace=None, token_seconds=600)
-    try:
-        proxied = kubeconfig.read_text().replace(kube.api_client.configuration.host, f"https://{node}:{forwarder.port}")
-        assert proxied != kubeconfig.read_text()
-        sandbox = Sandbox(kube, proxied)
-        direct = [f"{api.host}:{api.port}", "10.96.0.1:443", f"{node}:{forwarder.port}"]
+    with agent_kubeconfig_for(cluster, app_namespace, tmp_path, observability_namespace=None) as kubeconfig:
+        sandbox = Sandbox(kube, kubeconfig.read_text())
+        given = sandbox_endpoint(kubeconfig)
+        direct = [f"{api.host}:{api.port}", "10.96.0.1:443", given]
         runner = CommandAgent(["python3", "-c", PROBE_API, *direct], timeout=60)
 
         async def go():
@@ -255,14 +216,20 @@ def test_the_sandbox_reaches_the_api_only_at_the_endpoint_its_kubeconfig_names(
                 return result, sandbox.namespace
 
         result, namespace = anyio.run(go)
-        assert result.stop_reason == "error" and "exited with 3" in (result.error or ""), result
-        seen = json.loads(result.error.split("RESULT ", 1)[1].splitlines()[0])
-        assert seen.pop(f"{node}:{forwarder.port}") == "open" and seen.pop("kubectl through the given endpoint") == 0
-        assert all(v != "open" for v in seen.values()), f"the API server was reached directly: {seen}"
-    finally:
-        forwarder.close()
-        revoke_agent_access(kube, app_namespace, observability_namespace=None, kubeconfig=kubeconfig)
+    assert result.stop_reason == "error" and "exited with 3" in (result.error or ""), result
+    seen = json.loads(result.error.split("RESULT ", 1)[1].splitlines()[0])
+    assert seen.pop(given) == "open" and seen.pop("kubectl through the given endpoint") == 0
+    assert all(v != "open" for v in seen.values()), f"the API server was reached directly: {seen}"
     assert namespace not in sandbox_namespaces(kube) or not kube.core.list_namespaced_pod(namespace).items
+
+
+def sandbox_endpoint(kubeconfig: Path) -> str:
+    """HOST:PORT of the server a kubeconfig names."""
+    import yaml
+    from urllib.parse import urlsplit
+
+    url = urlsplit(yaml.safe_load(kubeconfig.read_text())["clusters"][0]["cluster"]["server"])
+    return f"{url.hostname}:{url.port or 443}"
 
 
 CONDUCTOR = textwrap.dedent(r"""
@@ -332,7 +299,8 @@ def test_in_process_agents_reach_the_tool_server_pod_and_other_namespaces_do_not
     from sregym.cluster.images import image_ref
 
     kube = cluster.kube
-    kubeconfig = create_agent_access(kube, app_namespace, tmp_path, observability_namespace=None, token_seconds=600)
+    access = agent_kubeconfig_for(cluster, app_namespace, tmp_path, observability_namespace=None)
+    kubeconfig = access.__enter__()
     sandbox = Sandbox(kube, kubeconfig.read_text())
     probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": {
         "restartPolicy": "Never", "terminationGracePeriodSeconds": 0, "containers": [{
@@ -355,7 +323,7 @@ def test_in_process_agents_reach_the_tool_server_pod_and_other_namespaces_do_not
     try:
         trajectory, done = anyio.run(go)
     finally:
-        revoke_agent_access(kube, app_namespace, observability_namespace=None, kubeconfig=kubeconfig)
+        access.__exit__(None, None, None)
     assert trajectory.submission("mitigation") is not None and trajectory.stop_reason == "submitted"
     assert done, "the probe pod did not finish"
     log = kube.core.read_namespaced_pod_log("probe", app_namespace)

@@ -21,7 +21,8 @@ from pathlib import Path
 
 from fault_effects import app_image, get_json, helm, release_of
 
-from sregym.cluster.agent_access import create_agent_access, revoke_agent_access
+from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
+from sregym.cluster.agent_proxy import AgentApiProxy
 from sregym.cluster.kube import Kube
 
 
@@ -153,11 +154,12 @@ def _loadgen(b: Board) -> dict | None:
 
 
 def _as_agent(b: Board, *args: str) -> Played:
-    """Run kubectl as the agent would (its own kubeconfig and RBAC); a Forbidden is a refusal."""
-    path = create_agent_access(b.kube, b.ns, b.tmp / "agent")
+    """Run kubectl as the agent would (its RBAC, through its API proxy); a Forbidden is a refusal."""
+    grant_agent_access(b.kube, b.ns)
     # its cluster-scoped grants would outlive the namespace
-    revoke = [lambda: revoke_agent_access(b.kube, b.ns, kubeconfig=path)]
-    proc = Kube(path).kubectl(*args, check=False)
+    revoke = [lambda: revoke_agent_access(b.kube, b.ns)]
+    with AgentApiProxy(b.kube, b.ns, kubeconfig_path=b.tmp / "agent" / "agent.kubeconfig") as proxy:
+        proc = Kube(proxy.kubeconfig).kubectl(*args, check=False)
     if proc.returncode:
         return Played(f"refused: {proc.stderr.strip()[:200]}", revoke)
     return Played(f"done as the agent: kubectl {' '.join(args[:3])}", revoke)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
@@ -136,9 +137,16 @@ def how_read(container: dict[str, Any], configmap: str, key: str) -> tuple[str, 
 
 
 def stale_containers(pods: list[dict[str, Any]], configmap: str, key: str, written: datetime | None,
-                     expect: Condition) -> list[str]:
+                     expect: Condition, read_env: Callable[[str, str], str | None] | None = None) -> list[str]:
     """Running containers that still use a value of ``key`` other than the ConfigMap's working one:
-    started before the key was written, or setting a broken value in their own env."""
+    started before the key was written, or setting a broken value in their own env.
+
+    ``read_env(pod, container)`` reads the value the container really runs with (its environment is
+    fixed when it starts), and that value decides: a container that started before the key was last
+    written may also have started before the key was ever broken (managed fields keep only each
+    writer's latest time), so the start time alone would fail a working system. A container whose
+    environment cannot be read (an image without ``printenv``) is not judged; without a reader
+    (pure logic) the start time decides."""
     out = []
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
@@ -153,6 +161,12 @@ def stale_containers(pods: list[dict[str, Any]], configmap: str, key: str, writt
                 if not ok:
                     out.append(f"{where} sets {key} in its own env ({why})")
             elif how == "configmap" and started.get(c["name"]) and written and started[c["name"]] < written:
+                if read_env is not None:
+                    running = read_env(pod["metadata"]["name"], c["name"])
+                    ok, why = expect.holds(running) if running is not None else (True, "")
+                    if not ok:
+                        out.append(f"{where} runs {key}={shown(running)} ({why}): it started before the fix")
+                    continue
                 out.append(f"{where} started {started[c['name']]:%H:%M:%S}, before {key} was last written "
                            f"({written:%H:%M:%S}): it still runs the old value")
     return out
@@ -170,8 +184,16 @@ class ConfigMapValue(_FieldOracle):
         value = MISSING if obj is None else (obj.get("data") or {}).get(self.params.key, MISSING)
         evidence: dict[str, Any] = {"configmap": self.params.name, "key": self.params.key, "value": shown(value)}
         if obj is not None:
-            stale = stale_containers(list_json(self.ctx.kube, "pods", ns), self.params.name, self.params.key,
-                                     key_written_at(obj, self.params.key), self.params.expect)
+            key = self.params.key
+
+            def read_env(pod: str, container: str) -> str | None:
+                """The value the running container has (``printenv`` in it), or None if it cannot be read."""
+                proc = self.ctx.kube.kubectl("exec", "-n", ns, pod, "-c", container, "--", "printenv", key,
+                                             check=False, timeout=20)
+                return proc.stdout.rstrip("\n") if proc.returncode == 0 else None
+
+            stale = stale_containers(list_json(self.ctx.kube, "pods", ns), self.params.name, key,
+                                     key_written_at(obj, key), self.params.expect, read_env)
             if stale:
                 evidence["stale"] = stale[:10]
         return value, evidence

@@ -145,6 +145,19 @@ def test_pods_started_before_the_fix_still_run_the_bad_value():
     assert len(stale) == 1 and stale[0].startswith("pod/geo-old/app started 10:20:00")
 
 
+def test_the_value_a_container_really_runs_with_decides_when_it_can_be_read():
+    """A pod that started before the key was last written may also have started before the key was
+    ever broken (a fault that changed the ConfigMap without a restart, then recovered): its own
+    environment, read from the container, decides; one that cannot be read is not judged."""
+    good = Condition.model_validate({"equals": "5432"})
+    written = key_written_at(CM, "DB_PORT")
+    old = pod("geo-old", "2026-01-01T10:20:00Z")
+    assert stale_containers([old], "settings", "DB_PORT", written, good, lambda p, c: "5432") == []
+    stale = stale_containers([old], "settings", "DB_PORT", written, good, lambda p, c: "5433")
+    assert len(stale) == 1 and "runs DB_PORT=5433" in stale[0]
+    assert stale_containers([old], "settings", "DB_PORT", written, good, lambda p, c: None) == []  # unreadable
+
+
 def test_a_container_that_sets_the_key_itself_is_judged_by_that_value():
     good = Condition.model_validate({"equals": "5432"})
     override = pod("geo", "2026-01-01T10:31:00Z", env=[{"name": "DB_PORT", "value": "5433"}])

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
-import socket
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from urllib.parse import urlsplit
 import yaml
 from kubernetes.client.exceptions import ApiException
 
+from sregym.cluster.agent_proxy import node_address_on_this_host
 from sregym.core.errors import ClusterError, PrerequisiteError, UserInputError
 
 NAMESPACE_PREFIX = "sre-workbench"
@@ -171,22 +171,15 @@ def local_address_for_pods(kube: Any) -> str:
     """An address of this host that the cluster's pods reach: a node's InternalIP that is one of
     ours (on the local cluster, the pod bridge's gateway). The conductor's receiver listens there."""
     try:
-        nodes = kube.core.list_node().items
+        kube.core.list_node()
     except ApiException as e:
         raise ClusterError(f"cannot list nodes: {e.reason}") from None
-    for node in nodes:
-        for address in node.status.addresses or []:
-            if address.type != "InternalIP":
-                continue
-            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-                try:
-                    probe.bind((address.address, 0))  # only an address of this host binds
-                except OSError:
-                    continue
-                return address.address
-    raise PrerequisiteError("no node of this cluster has an address on this host, so sandbox pods cannot "
-                            "reach the conductor", hint="the sandbox needs the local cluster (or a node on this "
-                            "host); or run the agent on the host with --agent-host --run-as USER")
+    address = node_address_on_this_host(kube)
+    if address is None:
+        raise PrerequisiteError("no node of this cluster has an address on this host, so sandbox pods cannot "
+                                "reach the conductor", hint="the sandbox needs the local cluster (or a node on this "
+                                "host); or run the agent on the host with --agent-host --run-as USER")
+    return address
 
 
 def service_peers(kube: Any, endpoint: Endpoint, node_ips: set[str]) -> list[dict[str, Any]]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import signal
 import subprocess
 import tempfile
@@ -48,12 +49,33 @@ STARTUP_TIMEOUT = 30.0
 
 def proxy_listen_host(cluster: ClusterHandle) -> str:
     """An address both this host and the cluster's pods reach: the local cluster's node IP (the
-    gateway of its pod bridge); loopback for other providers (pods cannot reach it there)."""
+    gateway of its pod bridge); for another provider, a node's InternalIP that is an address of this
+    host (e.g. the local cluster reached as ``existing`` by its kubeconfig); else loopback, which
+    pods cannot reach (the sandbox then refuses with a message saying so)."""
     if cluster.provider == "local":
         from sregym.cluster.local.config import LocalNetwork
 
         return LocalNetwork().node_ip
-    return "127.0.0.1"
+    return node_address_on_this_host(cluster.kube) or "127.0.0.1"
+
+
+def node_address_on_this_host(kube: Kube) -> str | None:
+    """A node's InternalIP that is one of this host's addresses (it binds), or None."""
+    try:
+        nodes = kube.core.list_node().items
+    except Exception:  # noqa: BLE001 - unreachable or forbidden: no such address is known
+        return None
+    for node in nodes:
+        for address in node.status.addresses or []:
+            if address.type != "InternalIP":
+                continue
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                try:
+                    probe.bind((address.address, 0))  # only an address of this host binds
+                except OSError:
+                    continue
+                return address.address
+    return None
 
 
 def proxy_pki(cluster: ClusterHandle | None) -> ClusterPKI:

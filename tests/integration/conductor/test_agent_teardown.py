@@ -38,10 +38,10 @@ LEFTOVERS = [
 
 
 def test_what_the_agent_created_is_recorded_and_removed(cluster, tmp_path):
-    manifest = tmp_path / "leftovers.json"
-    manifest.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": LEFTOVERS}))
-    # the agent's own kubeconfig is in KUBECONFIG; it also bumps the release's Deployment (drift)
-    script = "sh -c " + shlex.quote(f"kubectl -n {NAMESPACE} apply -f {manifest} && "
+    manifest = json.dumps({"apiVersion": "v1", "kind": "List", "items": LEFTOVERS})
+    # the agent runs in its sandbox pod with its own kubeconfig in KUBECONFIG (no host file reaches
+    # it: the manifest travels in its command); it also bumps the release's Deployment (drift)
+    script = "sh -c " + shlex.quote(f"printf '%s' {shlex.quote(manifest)} | kubectl -n {NAMESPACE} apply -f - && "
                                     f"kubectl -n {NAMESPACE} annotate deployment tiny note=agent --overwrite")
     env = {**os.environ, "SREGYM_STATE": str(tmp_path / "state"), "SREGYM_AGENT_COMMAND": script}
     out = tmp_path / "runs"
@@ -49,8 +49,6 @@ def test_what_the_agent_created_is_recorded_and_removed(cluster, tmp_path):
             "--noise", "off", "--seed", "3", "--out", str(out), "--problems-dir", str(HERE / "problems"),
             "--charts-dir", str(HERE / "charts"), "--kubeconfig", str(cluster.kubeconfig), "--budget-seconds", "60",
             "--baseline-window", "1", "--grade-window", "3", "--verify-timeout", "30"]
-    manifest.chmod(0o644)
-    tmp_path.chmod(0o755)
     proc = subprocess.run(args, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
     record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from datetime import datetime, timezone
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -11,7 +12,22 @@ from sregym.core.errors import UserInputError
 from sregym.core.problem import Selector
 from sregym.injectors import Verification, injector
 from sregym.injectors.edits import ObjectEdit
-from sregym.injectors.objects import ABSENT, dig, edit, find_workload, namespace_of, require_object, restart_edits
+from sregym.injectors.objects import (ABSENT, apply_edits, dig, edit, find_workload, list_objects, namespace_of,
+                                      pods_of, require_object, restart_edits, restart_path)
+
+
+def reads(workload: dict, kind: str, name: str, key: str) -> bool:
+    """Whether a workload's containers take ``key`` of the ConfigMap or Secret ``name`` into their env."""
+    ref_kind = "configMap" if kind == "ConfigMap" else "secret"
+    for c in (workload["spec"]["template"]["spec"].get("containers") or []):
+        for src in c.get("envFrom") or []:
+            if (src.get(f"{ref_kind}Ref") or {}).get("name") == name:
+                return True
+        for e in c.get("env") or []:
+            ref = (e.get("valueFrom") or {}).get(f"{ref_kind}KeyRef") or {}
+            if ref.get("name") == name and ref.get("key") == key:
+                return True
+    return False
 
 
 class ConfigValueParams(BaseModel):
@@ -47,7 +63,25 @@ class ConfigValue(ObjectEdit[ConfigValueParams]):
         for name in self.params.restart:
             _, workload = find_workload(self.ctx.kube, ns, Selector(name=name), where="params.restart")
             edits += restart_edits(workload)
-        return {"edits": edits}
+        # when the key turned bad, as far as recover needs to know: pods that started after it read it
+        return {"edits": edits, "planned_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+
+    def recover(self, state: dict[str, Any]) -> None:
+        """Put the key back and roll what read the bad value: the restart list (by its edits) and any
+        other workload whose pods started while the key was bad (restarted by someone else meanwhile:
+        noise, an agent, validate's restart step), as fixing a setting takes in real life."""
+        super().recover(state)
+        since = state.get("planned_at")
+        rolled = {(e["kind"], e["name"]) for e in state["edits"] if e["path"] == restart_path()}
+        ns = namespace_of(self.ctx, self.target)
+        for kind in ("Deployment", "StatefulSet", "DaemonSet"):
+            for workload in list_objects(self.ctx.kube, kind, ns):
+                if (kind, workload["metadata"]["name"]) in rolled or not reads(workload, self.target.kind,
+                                                                              self.target.name, self.params.key):
+                    continue
+                started = [p.get("status", {}).get("startTime") or "" for p in pods_of(self.ctx.kube, workload)]
+                if since is None or any(t >= since for t in started):
+                    apply_edits(self.ctx.kube, restart_edits(workload))
 
     def verify(self, state: dict[str, Any]) -> Verification:
         e = next(x for x in state["edits"] if x["path"][0] == "data" and len(x["path"]) == 2)

@@ -87,8 +87,19 @@ def matrix_cases(problems: list, selection: str) -> list:
                       if (p.id, s) not in CI_CASES]
     else:
         cells = [(by_id[pid], s) for pid, s in (c.split(":") for c in selection.split(",") if c)]
-    return [pytest.param(p, s, id=f"{s}-{p.id}", marks=() if (p.id, s) in CI_CASES else pytest.mark.long)
+    return [pytest.param(p, s, id=f"{s}-{p.id}", marks=(KNOWN_OPEN[(p.id, s)],) if (p.id, s) in KNOWN_OPEN
+                         else () if (p.id, s) in CI_CASES else pytest.mark.long)
             for p, s in cells]
+
+
+# Cells measured failing on the merged tree and not yet fixed: they run, and must keep failing until
+# fixed (strict), so the gap is on record in every CI run rather than hidden.
+KNOWN_OPEN = {
+    ("latent_sector_error", "restart_every_pod"): pytest.mark.xfail(strict=True, reason=(
+        "open (2026-11-25): restarting every pod of the gaming namespace leaves the bad blocks' file "
+        "readable, so the fault does not outlive the restart there (lite's validate restart step in "
+        "online-shop kept it); latent_sector_error is not yet re-applied as a pod-scoped fault")),
+}
 
 
 CASES = matrix_cases(catalog_problems(), os.environ.get("SREGYM_ANTIGAMING_CASES", "full"))

@@ -20,6 +20,7 @@ reported to the receiver, which checks a per-plane bearer token.
 
 from __future__ import annotations
 
+import hmac
 import os
 import secrets
 import shutil
@@ -90,7 +91,8 @@ class AgentPlane:
 
     # -- receiver -----------------------------------------------------------------------------
     async def _receive(self, request: Request) -> JSONResponse:
-        if request.headers.get("authorization") != f"Bearer {self._token}":
+        # constant time: the token must not be guessable byte by byte from response timings
+        if not hmac.compare_digest(request.headers.get("authorization", "").encode(), f"Bearer {self._token}".encode()):
             return JSONResponse({"error": "forbidden"}, status_code=403)
         try:
             event = parse_event(await request.body())

@@ -155,3 +155,21 @@ def test_cleanup_stops_a_killed_runs_helper_process(tmp_path: Path):
         if helper.poll() is None:
             helper.kill()
             helper.wait()
+
+
+# -- what the agent made, after a crash ---------------------------------------------------------
+
+
+def test_the_snapshot_before_the_agent_round_trips_through_the_journal(tmp_path: Path):
+    from sregym.conductor.agent_objects import Snapshot
+
+    before = Snapshot("shop", ["deployments.apps"], {("deployments.apps", "api"): ("u1", "7", "Deployment")},
+                      namespace_uid="n1")
+    journal = Journal("r10", tmp_path)
+    journal.start(RunHeader(run_id="r10", problem_id="p"))
+    journal.before_agent("shop-release", before.to_dict())
+    rj = read_journal(journal.path)
+    assert rj.before_agent is not None and rj.before_agent.release == "shop-release"
+    assert Snapshot.from_dict(rj.before_agent.snapshot) == before
+    assert len(journal.path.read_text().splitlines()[-1]) < 400  # compact: one short line
+

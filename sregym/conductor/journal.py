@@ -5,7 +5,8 @@ injector name, parameters, target, mechanism, the state ``Injector.plan()`` retu
 kubeconfig) *before* ``inject()``, then ``applied``, then ``recovered``. A run that dies at any
 point leaves a file whose open entries (an intent without a ``recovered``) tell ``sregym cleanup``
 exactly what to undo. Before the agent starts, ``before_agent`` holds the app namespace as it was
-then, so cleanup can also remove what the agent made. Files live in ``$SREGYM_STATE/journal`` (default ``/var/lib/sregym/journal``).
+then, so cleanup can also remove what the agent made. Files live in ``$SREGYM_STATE/journal``
+(default ``/var/lib/sregym/journal``).
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ def delete_labelled(kube: Any, run_id: str, namespaces: set[str]) -> None:
                      "--ignore-not-found", "--wait=false", check=False)
 
 
-def before_agent(rj: RunJournal) -> agent_objects.Snapshot | None:
+def journaled_snapshot(rj: RunJournal) -> agent_objects.Snapshot | None:
     """The app namespace as the run journaled it before its agent started; None if it never got there.
     ValueError when the entry is of another sregym's format."""
     return agent_objects.Snapshot.from_dict(rj.before_agent.snapshot) if rj.before_agent else None
@@ -121,7 +121,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         result.skipped = f"its process {rj.header.pid} is still running (stop it first, or pass --force)"
         return result
     try:
-        before = before_agent(rj)
+        before = journaled_snapshot(rj)
     except ValueError as e:
         before = None
         result.errors.append(f"reading the app namespace journaled before the agent started: {e}")
@@ -148,13 +148,14 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         result.recovered.append(intent.key)
     if kube is not None:
         apps = app_namespaces(rj)
+        live = {ns: run_id for ns, run_id in (busy or {}).items() if run_id != rj.run_id}
         try:
             delete_labelled(kube, rj.run_id, {i.hidden_namespace for i in rj.intents} | apps)
         except Exception as e:  # noqa: BLE001
             result.errors.append(f"deleting objects labelled {RUN_LABEL}={rj.run_id}: {e}")
         for ns in sorted(apps):
-            if (busy or {}).get(ns, rj.run_id) != rj.run_id:
-                result.errors.append(f"namespace {ns} is in use by the live run {busy[ns]}: its agent's access and "
+            if ns in live:
+                result.errors.append(f"namespace {ns} is in use by the live run {live[ns]}: its agent's access and "
                                      "objects are left to it; run cleanup again when it has ended")
                 continue
             try:  # the killed run's agent credentials must not outlive it
@@ -162,7 +163,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
             except Exception as e:  # noqa: BLE001
                 result.errors.append(f"revoking the agent's access to {ns}: {e}")
         # last: the agent is stopped and its access gone, so it cannot make anything again
-        if before is not None and rj.before_agent and (busy or {}).get(before.namespace, rj.run_id) == rj.run_id:
+        if before is not None and rj.before_agent and before.namespace not in live:
             result.agent_objects, errors = remove_agent_objects(kube, before, rj.before_agent.release)
             result.errors += errors
     if not result.errors:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import anyio
 import typer
@@ -22,6 +22,9 @@ from sregym.cli.options import (
     load_plugins,
 )
 from sregym.core.loader import load_problem_arg
+
+if TYPE_CHECKING:
+    from sregym.core.record import AgentObject
 
 
 class OnOff(str, Enum):
@@ -111,6 +114,15 @@ def command_agent_options(agent: str, image: str | None, egress: list[str] | Non
     return options
 
 
+def agent_objects_summary(objects: list[AgentObject]) -> str:
+    """``; removed the agent's deployments.apps/x; ...`` for a cleanup line ('' when the agent made nothing)."""
+    removed = [f"{o.resource}/{o.name}" for o in objects if o.removed]
+    kept = [f"{o.resource}/{o.name}" for o in objects if o.change != "created"]
+    return ((f"; removed the agent's {', '.join(removed)}" if removed else "")
+            + (f"; changed by the agent (not undone; the next deploy resets the release's): {', '.join(kept)}"
+               if kept else ""))
+
+
 def cleanup(
     force: Annotated[bool, typer.Option(help="Also clean runs whose process still seems alive.")] = False,
     plugins: PluginsOpt = [],  # noqa: B006
@@ -118,7 +130,8 @@ def cleanup(
     context: ContextOpt = None,
 ) -> None:
     """Undo faults and noise left by crashed or killed runs (from their journals), newest first,
-    and delete the objects those runs labelled. Safe to run any time; does nothing if all is clean."""
+    delete the objects those runs labelled, stop their agents and delete what those agents created.
+    Safe to run any time; does nothing if all is clean."""
     from sregym.cluster.kube import Kube
     from sregym.conductor.cleanup import cleanup_all
     from sregym.core.errors import FaultError
@@ -145,11 +158,12 @@ def cleanup(
             console.print(f"[yellow]skipped[/] {r.run_id}: {escape(r.skipped)}")
         elif r.errors:
             failed += 1
-            console.print(f"[red]incomplete[/] {r.run_id}: recovered {len(r.recovered)}; "
-                          + escape("; ".join(r.errors)))
+            console.print(f"[red]incomplete[/] {r.run_id}: recovered {len(r.recovered)}"
+                          + escape(agent_objects_summary(r.agent_objects)) + "; " + escape("; ".join(r.errors)))
         else:
             console.print(f"[green]clean[/] {r.run_id}: recovered {', '.join(r.recovered) or 'nothing open'}"
-                          + (f"; stopped {', '.join(r.stopped)}" if r.stopped else ""))
+                          + (f"; stopped {', '.join(r.stopped)}" if r.stopped else "")
+                          + escape(agent_objects_summary(r.agent_objects)))
     if failed:
         raise FaultError(f"{failed} run(s) could not be fully cleaned", hint="fix the cause above and run cleanup again")
 

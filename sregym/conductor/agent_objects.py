@@ -7,6 +7,9 @@ create pods, replica sets or events itself; those made by controllers for its wo
 them (deletion cascades). An agent-made object is recognised by its uid, never by its labels or
 field managers: the agent could copy those. Release objects it changed are reported as drifted:
 the next deploy puts them back (``sregym.apps.lifecycle.deploy`` diffs a reused release).
+
+The snapshot taken before the agent starts is also written to the run journal (``to_dict``), so
+``sregym cleanup`` can tear down what the agent made when the conductor was killed mid-run.
 """
 
 from __future__ import annotations
@@ -55,6 +58,16 @@ def namespaces(cluster: ClusterHandle) -> dict[str, str]:
     return {n.metadata.name: n.metadata.uid for n in cluster.kube.core.list_namespace().items}
 
 
+def namespace_uid(cluster: ClusterHandle, namespace: str) -> str | None:
+    """The uid of ``namespace``, None when it does not exist (or cannot be read)."""
+    proc = cluster.kube.kubectl("get", "namespace", namespace, "-o", "jsonpath={.metadata.uid}", check=False,
+                                timeout=60)
+    return (proc.stdout.strip() or None) if proc.returncode == 0 else None
+
+
+SNAPSHOT_FORMAT = 1  # bump when the journaled form changes; ``from_dict`` refuses another
+
+
 @dataclass
 class Snapshot:
     """The uids and versions of the creatable objects of one namespace at one moment."""
@@ -63,11 +76,35 @@ class Snapshot:
     resources: list[str]
     objects: dict[tuple[str, str], tuple[str, str, str]] = field(default_factory=dict)  # (res, name) -> (uid, rv, kind)
     namespaces: dict[str, str] | None = None  # name -> uid, when the agent may create namespaces
+    namespace_uid: str | None = None  # the namespace itself: a recreated one holds none of these objects
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe and compact (one ``[resource, name, uid, resourceVersion, kind]`` row per object)."""
+        out: dict[str, Any] = {"v": SNAPSHOT_FORMAT, "namespace": self.namespace, "resources": self.resources,
+                               "objects": [[res, name, *rest] for (res, name), rest in sorted(self.objects.items())]}
+        if self.namespace_uid is not None:
+            out["namespace_uid"] = self.namespace_uid
+        if self.namespaces is not None:
+            out["namespaces"] = self.namespaces
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Snapshot:
+        """The snapshot ``to_dict`` wrote; ValueError for another format or a malformed one."""
+        if data.get("v") != SNAPSHOT_FORMAT:
+            raise ValueError(f"snapshot format {data.get('v')!r}, this sregym reads format {SNAPSHOT_FORMAT}")
+        try:
+            return cls(namespace=data["namespace"], resources=list(data["resources"]),
+                       objects={(res, name): (uid, rv, kind) for res, name, uid, rv, kind in data["objects"]},
+                       namespaces=data.get("namespaces"), namespace_uid=data.get("namespace_uid"))
+        except (KeyError, TypeError, ValueError) as e:
+            raise ValueError(f"malformed snapshot: {e!r}") from None
 
 
 def snapshot(cluster: ClusterHandle, namespace: str, resources: list[str] | None = None) -> Snapshot:
     """Every object of the agent-creatable kinds in ``namespace`` now."""
     snap = Snapshot(namespace, resources if resources is not None else agent_creatable())
+    snap.namespace_uid = namespace_uid(cluster, namespace)
     if agent_may_create_namespaces():
         snap.namespaces = namespaces(cluster)
     for res in snap.resources:
@@ -109,7 +146,11 @@ def remove(cluster: ClusterHandle, objects: list[AgentObject]) -> None:
 
 def teardown(cluster: ClusterHandle, before: Snapshot, release: str) -> list[AgentObject]:
     """What the agent made or changed in ``before.namespace`` since ``before``: created objects are
-    deleted, release objects that drifted are listed (the next deploy resets them)."""
+    deleted, release objects that drifted are listed (the next deploy resets them). Nothing when the
+    namespace was deleted and made anew since: what the agent made went with the old one, and every
+    object of the new one would look new (``sregym cleanup`` may come long after the run)."""
+    if before.namespace_uid is not None and namespace_uid(cluster, before.namespace) != before.namespace_uid:
+        return []
     after = snapshot(cluster, before.namespace, before.resources)
     owned = release_objects(cluster, release, before.namespace) or set()
     found = changes(before, after, owned)

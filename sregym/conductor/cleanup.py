@@ -5,7 +5,14 @@ lookup + journaled params, target, mechanism and planned state) and recovered ne
 ``recover`` is idempotent, so an intent whose inject never ran, or ran halfway, is safe to undo.
 First the run's agent is stopped: its tool server process and its sandbox namespace (every agent
 pod in it). Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
-namespace is deleted, the agent's access to the app namespace is revoked, and the journal is closed.
+namespace is deleted and the agent's access to the app namespace is revoked. Last, when the run was
+killed during or after its agent phase, what the agent made is torn down as the run itself would
+have (``agent_objects.teardown`` against the snapshot journaled before the agent started): objects
+it created are deleted, release objects it changed are reported. Only now, with the agent unable to
+act, so it cannot make anything again. The journal is closed when all of it succeeded; every step
+is idempotent, so a second cleanup after a partial one finishes the job and one after a full one
+finds nothing open. A namespace that a live run (another journal, its process alive) works in is
+left to that run: neither its agent's access nor its objects are touched.
 """
 
 from __future__ import annotations
@@ -19,9 +26,12 @@ from typing import Any
 
 from sregym.agentplane.sandbox import delete_sandbox_namespace
 from sregym.cluster.agent_access import revoke_agent_access
+from sregym.cluster.handle import ClusterHandle
+from sregym.conductor import agent_objects
 from sregym.conductor.faultplane import build_injector
 from sregym.conductor.journal import Journal, RunHeader, RunJournal, open_journals
 from sregym.core.constants import RUN_LABEL
+from sregym.core.record import AgentObject
 from sregym.core.registry import import_path
 
 # Kinds an injector may create; deleted by run label. Namespaced only (cluster objects are not
@@ -38,6 +48,7 @@ class RunCleanup:
     skipped: str | None = None
     closed: bool = False
     stopped: list[str] = field(default_factory=list)
+    agent_objects: list[AgentObject] = field(default_factory=list)  # what the killed run's agent made or changed
 
 
 def _process_alive(pid: int) -> bool:
@@ -76,12 +87,44 @@ def delete_labelled(kube: Any, run_id: str, namespaces: set[str]) -> None:
                      "--ignore-not-found", "--wait=false", check=False)
 
 
-def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, force: bool = False) -> RunCleanup:
-    """Recover one run's open intents newest first; close its journal when nothing is left."""
+def journaled_snapshot(rj: RunJournal) -> agent_objects.Snapshot | None:
+    """The app namespace as the run journaled it before its agent started; None if it never got there.
+    ValueError when the entry is of another sregym's format."""
+    return agent_objects.Snapshot.from_dict(rj.before_agent.snapshot) if rj.before_agent else None
+
+
+def app_namespaces(rj: RunJournal) -> set[str]:
+    """The namespaces the run's app (and so its agent) lived in."""
+    found = {i.app_namespace for i in rj.intents}
+    if rj.before_agent and isinstance(rj.before_agent.snapshot.get("namespace"), str):
+        found.add(rj.before_agent.snapshot["namespace"])
+    return found
+
+
+def remove_agent_objects(kube: Any, before: agent_objects.Snapshot, release: str
+                         ) -> tuple[list[AgentObject], list[str]]:
+    """Tear down what the agent made since ``before``; with an error for each object left in place."""
+    try:
+        found = agent_objects.teardown(ClusterHandle.of(kube), before, release)
+    except Exception as e:  # noqa: BLE001 - report and keep undoing the rest
+        return [], [f"removing what the agent made in {before.namespace}: {e}"]
+    return found, [f"deleting the agent's {o.resource}/{o.name} in {o.namespace}: {o.error}"
+                   for o in found if o.change == "created" and not o.removed]
+
+
+def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, force: bool = False,
+                busy: dict[str, str] | None = None) -> RunCleanup:
+    """Recover one run's open intents newest first; close its journal when nothing is left.
+    ``busy``: namespace -> id of a live run working there, whose agent access and objects stay."""
     result = RunCleanup(rj.run_id)
     if rj.header and not force and _process_alive(rj.header.pid):
         result.skipped = f"its process {rj.header.pid} is still running (stop it first, or pass --force)"
         return result
+    try:
+        before = journaled_snapshot(rj)
+    except ValueError as e:
+        before = None
+        result.errors.append(f"reading the app namespace journaled before the agent started: {e}")
     journal = Journal(rj.run_id, directory or rj.path.parent)
     result.stopped = stop_processes(rj.processes)
     for namespace in rj.sandboxes if kube is not None else []:  # the agent must not outlive its run
@@ -104,16 +147,25 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         journal.recovered(intent.key)
         result.recovered.append(intent.key)
     if kube is not None:
-        app_namespaces = {i.app_namespace for i in rj.intents}
+        apps = app_namespaces(rj)
+        live = {ns: run_id for ns, run_id in (busy or {}).items() if run_id != rj.run_id}
         try:
-            delete_labelled(kube, rj.run_id, {i.hidden_namespace for i in rj.intents} | app_namespaces)
+            delete_labelled(kube, rj.run_id, {i.hidden_namespace for i in rj.intents} | apps)
         except Exception as e:  # noqa: BLE001
             result.errors.append(f"deleting objects labelled {RUN_LABEL}={rj.run_id}: {e}")
-        for ns in sorted(app_namespaces):  # the killed run's agent credentials must not outlive it
-            try:
+        for ns in sorted(apps):
+            if ns in live:
+                result.errors.append(f"namespace {ns} is in use by the live run {live[ns]}: its agent's access and "
+                                     "objects are left to it; run cleanup again when it has ended")
+                continue
+            try:  # the killed run's agent credentials must not outlive it
                 revoke_agent_access(kube, ns)
             except Exception as e:  # noqa: BLE001
                 result.errors.append(f"revoking the agent's access to {ns}: {e}")
+        # last: the agent is stopped and its access gone, so it cannot make anything again
+        if before is not None and rj.before_agent and before.namespace not in live:
+            result.agent_objects, errors = remove_agent_objects(kube, before, rj.before_agent.release)
+            result.errors += errors
     if not result.errors:
         journal.close()
         result.closed = True
@@ -123,5 +175,8 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
 def cleanup_all(kube_for: Callable[[RunHeader | None], Any], *, directory: Path | None = None,
                 force: bool = False) -> list[RunCleanup]:
     """Clean every open journal, newest run first (a later run may have built on an earlier one)."""
-    return [cleanup_run(rj, kube_for(rj.header), directory=directory, force=force)
-            for rj in reversed(open_journals(directory))]
+    journals = open_journals(directory)
+    busy = {} if force else {ns: rj.run_id for rj in journals if rj.header and _process_alive(rj.header.pid)
+                             for ns in app_namespaces(rj)}
+    return [cleanup_run(rj, kube_for(rj.header), directory=directory, force=force, busy=busy)
+            for rj in reversed(journals)]

@@ -4,7 +4,9 @@ For each fault or noise action the conductor appends ``intent`` (everything ``re
 injector name, parameters, target, mechanism, the state ``Injector.plan()`` returned, namespaces,
 kubeconfig) *before* ``inject()``, then ``applied``, then ``recovered``. A run that dies at any
 point leaves a file whose open entries (an intent without a ``recovered``) tell ``sregym cleanup``
-exactly what to undo. Files live in ``$SREGYM_STATE/journal`` (default ``/var/lib/sregym/journal``).
+exactly what to undo. Before the agent starts, ``before_agent`` holds the app namespace as it was
+then, so cleanup can also remove what the agent made. Files live in ``$SREGYM_STATE/journal``
+(default ``/var/lib/sregym/journal``).
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from pydantic import BaseModel, Field
 
 from sregym.core.errors import PrerequisiteError
 
-Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "process", "sandbox", "closed"]
+Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "process", "sandbox", "before_agent",
+             "closed"]
 
 
 def journal_dir() -> Path:
@@ -51,6 +54,14 @@ class RunHeader(BaseModel):
     pid: int = Field(default_factory=os.getpid)
 
 
+class BeforeAgent(BaseModel):
+    """The app namespace just before the agent started and the app's release: what the agent made
+    since is what is there later and in neither."""
+
+    release: str
+    snapshot: dict[str, Any] = Field(..., description="sregym.conductor.agent_objects.Snapshot.to_dict()")
+
+
 class Entry(BaseModel):
     op: Op
     run_id: str
@@ -60,6 +71,7 @@ class Entry(BaseModel):
     header: RunHeader | None = None
     error: str | None = None
     pid: int | None = Field(None, description="op 'process': a helper process the run started")
+    before_agent: BeforeAgent | None = None
 
 
 class Journal:
@@ -113,6 +125,12 @@ class Journal:
         agent pod in it) if the run was killed."""
         self._append(Entry(op="sandbox", run_id=self.run_id, key=namespace))
 
+    def before_agent(self, release: str, snapshot: dict[str, Any]) -> None:
+        """The app namespace before the agent starts (``Snapshot.to_dict``): if the run is killed,
+        cleanup deletes what the agent created since, after the agent is stopped."""
+        self._append(Entry(op="before_agent", run_id=self.run_id,
+                           before_agent=BeforeAgent(release=release, snapshot=snapshot)))
+
     def close(self) -> None:
         """Mark the run clean and move its file to ``closed/`` so cleanup no longer scans it."""
         self._append(Entry(op="closed", run_id=self.run_id))
@@ -135,6 +153,7 @@ class RunJournal:
     corrupt_lines: int = 0
     processes: dict[int, str] = field(default_factory=dict)
     sandboxes: list[str] = field(default_factory=list)
+    before_agent: BeforeAgent | None = None
 
     @property
     def open_intents(self) -> list[Intent]:
@@ -164,6 +183,8 @@ def read_journal(path: Path) -> RunJournal:
             rj.processes[e.pid] = e.key or ""
         elif e.op == "sandbox" and e.key and e.key not in rj.sandboxes:
             rj.sandboxes.append(e.key)
+        elif e.op == "before_agent" and e.before_agent is not None:
+            rj.before_agent = e.before_agent
         elif e.op == "closed":
             rj.closed = True
     return rj

@@ -189,6 +189,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
 
         # what is in the app namespace now: whatever appears by the end is the agent's (teardown)
         before_agent = await anyio.to_thread.run_sync(agent_objects.snapshot, cluster, app.namespace)
+        journal.before_agent(app.name, before_agent.to_dict())  # a killed run's cleanup needs it
         with phases.phase("agent", agent):
             record.trajectory = await with_background(player.play_rest, run_agent(
                 agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,

@@ -1,7 +1,12 @@
 """Teardown of what the agent made: which objects count as its own (pure logic; the live test is
 tests/integration/conductor/test_agent_teardown.py)."""
 
-from sregym.conductor.agent_objects import Snapshot, agent_creatable, changes, creatable_resources
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from sregym.conductor.agent_objects import Snapshot, agent_creatable, changes, creatable_resources, teardown
 
 
 def test_creatable_resources_come_from_the_rules_verbs():
@@ -34,3 +39,50 @@ def test_an_object_deleted_and_recreated_under_the_same_name_is_new():
     before = Snapshot("shop", ["services"], {("services", "web"): ("u1", "3", "Service")})
     after = Snapshot("shop", ["services"], {("services", "web"): ("u9", "1", "Service")})
     assert [o.change for o in changes(before, after, set())] == ["created"]
+
+
+def test_a_snapshot_round_trips_through_json_for_the_journal():
+    before = Snapshot("shop", ["deployments.apps", "configmaps"], {
+        ("deployments.apps", "api"): ("u1", "10", "Deployment"),
+        ("configmaps", "settings"): ("u2", "5", "ConfigMap")}, namespaces={"shop": "n1"}, namespace_uid="n1")
+    data = json.loads(json.dumps(before.to_dict()))
+    assert Snapshot.from_dict(data) == before
+    assert data["objects"] == [["configmaps", "settings", "u2", "5", "ConfigMap"],
+                               ["deployments.apps", "api", "u1", "10", "Deployment"]]  # one compact row each
+    bare = Snapshot("shop", [])
+    assert Snapshot.from_dict(bare.to_dict()) == bare and "namespaces" not in bare.to_dict()
+
+
+@pytest.mark.parametrize("data", [{"v": 2, "namespace": "shop", "resources": [], "objects": []},
+                                  {"namespace": "shop"}, {"v": 1, "namespace": "shop", "resources": []},
+                                  {"v": 1, "namespace": "shop", "resources": [], "objects": [["configmaps", "x"]]}])
+def test_a_snapshot_of_another_format_or_malformed_is_refused(data):
+    with pytest.raises(ValueError, match="snapshot"):
+        Snapshot.from_dict(data)
+
+
+class Namespace:
+    """kubectl of a namespace that was deleted and made anew: other uid, and the same-named objects
+    (the API's own config map) have new uids too."""
+
+    def __init__(self):
+        self.deleted: list[str] = []
+
+    def kubectl(self, *args, **kw):
+        if args[:2] == ("get", "namespace"):
+            return SimpleNamespace(returncode=0, stdout="n2", stderr="")
+        if args[0] == "delete":
+            self.deleted.append(args[1])
+        items = [{"kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "uid": "u9", "resourceVersion": "1"}}]
+        return SimpleNamespace(returncode=0, stdout=json.dumps({"items": items if args[1] == "configmaps" else []}),
+                               stderr="")
+
+
+def test_teardown_leaves_a_namespace_made_anew_since_the_snapshot_alone(tmp_path):
+    from sregym.cluster.handle import ClusterHandle
+
+    before = Snapshot("shop", ["configmaps"], {("configmaps", "kube-root-ca.crt"): ("u2", "5", "ConfigMap")},
+                      namespace_uid="n1")
+    ns = Namespace()
+    cluster = ClusterHandle.of(SimpleNamespace(kubectl=ns.kubectl, kubeconfig=tmp_path / "k", context=None))
+    assert teardown(cluster, before, "shop") == [] and ns.deleted == []

@@ -155,3 +155,223 @@ def test_cleanup_stops_a_killed_runs_helper_process(tmp_path: Path):
         if helper.poll() is None:
             helper.kill()
             helper.wait()
+
+
+# -- what the agent made, after a crash ---------------------------------------------------------
+
+
+def test_the_snapshot_before_the_agent_round_trips_through_the_journal(tmp_path: Path):
+    from sregym.conductor.agent_objects import Snapshot
+
+    before = Snapshot("shop", ["deployments.apps"], {("deployments.apps", "api"): ("u1", "7", "Deployment")},
+                      namespace_uid="n1")
+    journal = Journal("r10", tmp_path)
+    journal.start(RunHeader(run_id="r10", problem_id="p"))
+    journal.before_agent("shop-release", before.to_dict())
+    rj = read_journal(journal.path)
+    assert rj.before_agent is not None and rj.before_agent.release == "shop-release"
+    assert Snapshot.from_dict(rj.before_agent.snapshot) == before
+    assert len(journal.path.read_text().splitlines()[-1]) < 400  # compact: one short line
+
+
+class AppNamespace:
+    """The app namespace as kubectl sees it (objects by resource and name, uids handed out in order),
+    and every call the cleanup made, in order, in ``log``."""
+
+    def __init__(self, name: str, log: list[str]):
+        self.name, self.uid, self.log = name, "ns-uid-1", log
+        self.objects: dict[tuple[str, str], dict] = {}
+        self.next_uid = 0
+
+    def add(self, resource: str, name: str, kind: str) -> None:
+        self.next_uid += 1
+        self.objects[(resource, name)] = {"kind": kind, "metadata": {
+            "name": name, "uid": f"u{self.next_uid}", "resourceVersion": "1"}}
+
+    def kubectl(self, *args: str, check: bool = True, timeout: float | None = None, input: str | None = None):
+        from types import SimpleNamespace
+
+        self.log.append("kubectl " + " ".join(args[:2]))
+        out = ""
+        if args[:2] == ("get", "namespace"):
+            out = self.uid
+        elif args[0] == "get":
+            out = json.dumps({"items": [o for (res, _), o in sorted(self.objects.items()) if res == args[1]]})
+        elif args[0] == "delete" and "/" in args[1]:
+            self.objects.pop(tuple(args[1].split("/", 1)), None)
+        return SimpleNamespace(returncode=0, stdout=out, stderr="")
+
+
+class Calls:
+    """An API group (kube.core, kube.rbac) that answers every call with None and logs its name."""
+
+    def __init__(self, log: list[str]):
+        self.log = log
+
+    def __getattr__(self, name: str):
+        return lambda *a, **k: self.log.append(name)
+
+
+def fake_kube(app: AppNamespace, tmp_path: Path):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(kubectl=app.kubectl, core=Calls(app.log), rbac=Calls(app.log),
+                           kubeconfig=tmp_path / "admin.kubeconfig", context=None)
+
+
+@pytest.fixture()
+def release(monkeypatch):
+    """The app's release holds Deployment ``api`` (helm is not asked: pure logic)."""
+    from sregym.conductor import agent_objects
+
+    monkeypatch.setattr(agent_objects, "release_objects", lambda cluster, name, ns: {("Deployment", "api")})
+    monkeypatch.setattr(agent_objects, "drifted", lambda cluster, name, ns: [])
+
+
+def test_what_the_agent_created_before_the_conductor_was_killed_is_removed_by_cleanup(tmp_path: Path, release):
+    """The attack: the agent applies an escalation Deployment, then the conductor is SIGKILLed (its
+    in-memory snapshot and finally-block teardown are lost). `sregym cleanup` must delete it."""
+    from sregym.cluster.handle import ClusterHandle
+    from sregym.conductor import agent_objects
+
+    log: list[str] = []
+    app = AppNamespace("shop", log)
+    app.add("deployments.apps", "api", "Deployment")
+    app.add("configmaps", "kube-root-ca.crt", "ConfigMap")
+    kube = fake_kube(app, tmp_path)
+    journal = Journal("r8", tmp_path)
+    journal.start(RunHeader(run_id="r8", problem_id="p", pid=999_999_999))
+    before = agent_objects.snapshot(ClusterHandle.of(kube), "shop")
+    journal.before_agent("shop", before.to_dict())  # what run_problem journals before the agent starts
+    app.add("deployments.apps", "escalate", "Deployment")  # the agent's, then the crash
+
+    [result] = cleanup_all(lambda header: kube, directory=tmp_path)
+    assert ("deployments.apps", "escalate") not in app.objects
+    assert set(app.objects) == {("deployments.apps", "api"), ("configmaps", "kube-root-ca.crt")}
+    assert [(o.name, o.change, o.removed) for o in result.agent_objects] == [("escalate", "created", True)]
+    assert result.closed and not result.errors
+    assert cleanup_all(lambda header: kube, directory=tmp_path) == []  # idempotent: nothing left
+
+
+def test_cleanup_tears_down_with_the_journaled_snapshot_only_once_the_agent_is_stopped(
+        world: Path, tmp_path: Path, monkeypatch):
+    from sregym.conductor import agent_objects, cleanup
+    from sregym.conductor.agent_objects import Snapshot
+
+    log: list[str] = []
+    kube = fake_kube(AppNamespace("app", log), tmp_path)
+    monkeypatch.setattr(cleanup, "stop_processes", lambda processes: log.append("stop tool server") or [])
+    monkeypatch.setattr(cleanup, "delete_sandbox_namespace", lambda kube, ns: log.append(f"delete sandbox {ns}"))
+    torn_down: list[tuple[Snapshot, str]] = []
+
+    def teardown(cluster, before, release):
+        assert json.loads(world.read_text())["a"] == "good"  # the faults were recovered first
+        log.append("teardown")
+        torn_down.append((before, release))
+        return []
+
+    monkeypatch.setattr(agent_objects, "teardown", teardown)
+    journal = Journal("r11", tmp_path / "journal")
+    journal.start(RunHeader(run_id="r11", problem_id="p", pid=999_999_999))
+    anyio.run(start, plane_for(journal), "a", world)
+    before = Snapshot("app", ["deployments.apps"], {("deployments.apps", "api"): ("u1", "3", "Deployment")})
+    journal.sandbox("sre-workbench-1")
+    journal.before_agent("app-release", before.to_dict())
+
+    [result] = cleanup_all(lambda header: kube, directory=tmp_path / "journal")
+    assert torn_down == [(before, "app-release")]
+    assert log.index("stop tool server") < log.index("delete sandbox sre-workbench-1") < log.index("teardown")
+    assert log.index("delete_namespaced_role_binding") < log.index("teardown")  # its access revoked first
+    assert log[-1] == "teardown" and result.closed and result.recovered == ["a"]
+
+
+def test_a_journal_without_the_snapshot_cleans_up_as_before(world: Path, tmp_path: Path, monkeypatch):
+    """A run killed before its agent phase (or journaled by an older sregym) has no snapshot."""
+    from sregym.conductor import agent_objects
+
+    def teardown(*args):
+        raise AssertionError("nothing to tear down without a snapshot")
+
+    monkeypatch.setattr(agent_objects, "teardown", teardown)
+    log: list[str] = []
+    kube = fake_kube(AppNamespace("app", log), tmp_path)
+    journal = Journal("r12", tmp_path / "journal")
+    journal.start(RunHeader(run_id="r12", problem_id="p", pid=999_999_999))
+    anyio.run(start, plane_for(journal), "a", world)
+    [result] = cleanup_all(lambda header: kube, directory=tmp_path / "journal")
+    assert result.recovered == ["a"] and result.closed and result.agent_objects == [] and not result.errors
+    assert "delete_namespaced_role" in log  # the agent's access to the app namespace is still revoked
+
+
+def test_an_agent_object_that_could_not_be_deleted_keeps_the_journal_open_until_a_later_cleanup(
+        tmp_path: Path, release):
+    from sregym.cluster.handle import ClusterHandle
+    from sregym.conductor import agent_objects
+
+    log: list[str] = []
+    app = AppNamespace("shop", log)
+    app.add("deployments.apps", "api", "Deployment")
+    kube = fake_kube(app, tmp_path)
+    journal = Journal("r13", tmp_path)
+    journal.start(RunHeader(run_id="r13", problem_id="p", pid=999_999_999))
+    journal.before_agent("shop", agent_objects.snapshot(ClusterHandle.of(kube), "shop").to_dict())
+    app.add("configmaps", "notes", "ConfigMap")
+    refused = app.kubectl
+
+    def kubectl(*args, **kw):
+        if args[0] == "delete" and "/" in args[1]:
+            from types import SimpleNamespace
+            return SimpleNamespace(returncode=1, stdout="", stderr="the server was unavailable")
+        return refused(*args, **kw)
+
+    kube.kubectl = kubectl
+    [first] = cleanup_all(lambda header: kube, directory=tmp_path)
+    assert not first.closed and ("configmaps", "notes") in app.objects
+    assert first.errors == ["deleting the agent's configmaps/notes in shop: the server was unavailable"]
+    kube.kubectl = refused
+    [second] = cleanup_all(lambda header: kube, directory=tmp_path)
+    assert second.closed and [o.name for o in second.agent_objects if o.removed] == ["notes"]
+    assert set(app.objects) == {("deployments.apps", "api")}
+
+
+def test_a_namespace_a_live_run_works_in_is_left_to_it(tmp_path: Path, release, monkeypatch):
+    """A run killed mid-agent, then a new run in the same namespace, then cleanup while it runs: the
+    new run's agent access and its objects (new since the old snapshot) must not be touched."""
+    import subprocess
+    import sys
+
+    from sregym.cluster.handle import ClusterHandle
+    from sregym.conductor import agent_objects
+
+    log: list[str] = []
+    app = AppNamespace("shop", log)
+    kube = fake_kube(app, tmp_path)
+    old = Journal("r14", tmp_path)
+    old.start(RunHeader(run_id="r14", problem_id="p", pid=999_999_999))
+    old.before_agent("shop", agent_objects.snapshot(ClusterHandle.of(kube), "shop").to_dict())
+    live = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "sregym"])
+    try:
+        new = Journal("r15", tmp_path)
+        new.start(RunHeader(run_id="r15", problem_id="p", pid=live.pid))
+        new.before_agent("shop", agent_objects.snapshot(ClusterHandle.of(kube), "shop").to_dict())
+        app.add("deployments.apps", "live-runs-agent-made-this", "Deployment")
+        results = {r.run_id: r for r in cleanup_all(lambda header: kube, directory=tmp_path)}
+    finally:
+        live.kill()
+        live.wait()
+    assert results["r15"].skipped and not results["r14"].closed
+    assert "in use by the live run r15" in results["r14"].errors[0]
+    assert ("deployments.apps", "live-runs-agent-made-this") in app.objects
+    assert not any(call.startswith("delete_") for call in log)  # no access revoked
+
+
+def test_the_cleanup_line_names_what_the_agent_made():
+    from sregym.cli.runs import agent_objects_summary
+    from sregym.core.record import AgentObject
+
+    objects = [AgentObject(resource="deployments.apps", namespace="shop", name="escalate", change="created",
+                           removed=True),
+               AgentObject(resource="(release)", namespace="shop", name="api", change="drifted")]
+    assert agent_objects_summary(objects) == ("; removed the agent's deployments.apps/escalate; changed by the agent "
+                                              "(not undone; the next deploy resets the release's): (release)/api")
+    assert agent_objects_summary([]) == ""

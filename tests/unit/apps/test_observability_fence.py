@@ -27,21 +27,13 @@ from sregym.agentplane import sandbox
 from sregym.apps import observability
 from sregym.apps.namespace import pod_security_labels
 from sregym.apps.release import template
-from sregym.cluster.kube import helm_path
 from sregym.core.constants import OBSERVABILITY_NAMESPACE
-from sregym.core.errors import PrerequisiteError
+
+pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
 
 ANYONE = "anyone"
 PEERS = "log-query peers"
 TOOLS = "the agent's tool server"
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _helm():
-    try:
-        helm_path()
-    except PrerequisiteError:
-        pytest.skip("helm is not installed (the cluster build provides it)")
 
 
 def render(values: dict | None = None) -> list[dict]:

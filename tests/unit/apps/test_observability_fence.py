@@ -138,8 +138,10 @@ def test_every_port_a_service_reaches_is_decided_by_the_fence():
                 ("log-query-peers", 8080): {PEERS, TOOLS}}
     seen = {}
     for name, service in of_kind(docs, "Service").items():
-        workload = next(w for w in pods.values() if selects({"matchLabels": service["spec"]["selector"]}, pod_labels(w)))
-        policy = policies[next(iter(policies_selecting(docs, workload)))]
+        selector = {"matchLabels": service["spec"]["selector"]}
+        workload = next(w for w in pods.values() if selects(selector, pod_labels(w)))
+        [fence] = policies_selecting(docs, workload)
+        policy = policies[fence]
         for port in service["spec"]["ports"]:
             target = port["targetPort"]
             number = container_ports(workload)[target] if isinstance(target, str) else target

@@ -10,7 +10,9 @@ memory limits, a deadline), the namespace enforces Pod Security ``restricted``, 
 
 - the tool server (``sre-tools``): egress to the agent's API endpoint (taken from the kubeconfig it
   is given), the observability query endpoints and the conductor's callback; ingress on its port
-  from the node (the conductor) and this namespace only;
+  from the node (the conductor) and this namespace only. The observability chart's own policies let
+  exactly this pod in (by :data:`NAMESPACE_LABELS` and its component label): the trace store and the
+  log query it queries directly, Prometheus only through the conductor's view on the host;
 - an agent pod (``sre-agent``): egress to the API endpoint, the tool server, and the model
   endpoints the user names (``--agent-egress CIDR:PORT``). Not to Prometheus or the log store:
   those are the grader's; the agent queries them through the tools.
@@ -37,6 +39,9 @@ from sregym.cluster.agent_proxy import node_address_on_this_host
 from sregym.core.errors import ClusterError, PrerequisiteError, UserInputError
 
 NAMESPACE_PREFIX = "sre-workbench"
+# On every sandbox namespace: the observability chart lets this namespace's tool server pod (and no
+# other pod) query the trace store and the log query (charts/observability, networkPolicy.toolServer).
+NAMESPACE_LABELS = {"app.kubernetes.io/part-of": NAMESPACE_PREFIX}
 IMAGE_NAME = "workbench"
 SERVER_PORT = 8080
 SERVER_POD = "sre-tools"
@@ -216,8 +221,10 @@ def node_addresses(kube: Any) -> set[str]:
 
 # -- manifests (pure) -----------------------------------------------------------------------------
 def namespace_manifest(name: str) -> dict[str, Any]:
-    """The sandbox namespace: Pod Security ``restricted`` enforced (and warned, audited)."""
-    labels = {f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")}
+    """The sandbox namespace: Pod Security ``restricted`` enforced (and warned, audited), and the label
+    the observability services admit its tool server by."""
+    labels = dict(NAMESPACE_LABELS)
+    labels.update({f"pod-security.kubernetes.io/{mode}": "restricted" for mode in ("enforce", "warn", "audit")})
     labels.update({f"pod-security.kubernetes.io/{mode}-version": "latest" for mode in ("enforce", "warn", "audit")})
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}}
 

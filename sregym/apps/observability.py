@@ -8,6 +8,9 @@ What runs, in namespace ``observability``:
 Each is a NodePort Service, so the host (conductor, oracles, the agent's tool server) reaches it at
 ``http://<node address>:<nodePort>``; on the local cluster the node is this host and its address
 is the cluster bridge's (e.g. 10.244.0.1).
+The chart's NetworkPolicies let no pod query them but the log query's peers and the agent's tool
+server (OTLP ingest stays open); the host always may. That holds only where the conductor runs on
+the cluster's only node (:func:`conductor_is_the_node`); elsewhere the deployer turns them off.
 Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (e.g. a port-forward
 to an existing cluster).
 """
@@ -26,6 +29,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from sregym.apps import release
+from sregym.cluster.agent_proxy import node_address_on_this_host
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
 from sregym.core.durations import parse_duration
@@ -60,8 +64,19 @@ def scrape_interval_seconds() -> float:
     return parse_duration(str(_chart_values()["prometheus"]["scrapeInterval"]))
 
 
-def install_values() -> dict[str, Any]:
-    """Values of an install: each image at its input-hash tag, the hidden namespace excluded, the chart hash."""
+def conductor_is_the_node(cluster: ClusterHandle) -> bool:
+    """True when this host is the cluster's only node (the local cluster, or it reached as ``existing``).
+
+    Only then does every connection the conductor makes to the stack reach the pod from the pod's
+    own node, which NetworkPolicy engines always admit. With several nodes, NodePort traffic is
+    masqueraded to the address of the node that took it, and a pod's connection through another
+    node looks the same; from a pod (the in-cluster suite runner) the conductor is a pod itself."""
+    return len(cluster.kube.core.list_node().items) == 1 and node_address_on_this_host(cluster.kube) is not None
+
+
+def install_values(*, network_policies: bool = True) -> dict[str, Any]:
+    """Values of an install: each image at its input-hash tag, the hidden namespace excluded, the
+    query services fenced (``network_policies``), the chart hash."""
     from sregym.cluster.images import image_tag
 
     images: dict[str, Any] = {}
@@ -70,7 +85,8 @@ def install_values() -> dict[str, Any]:
             images[key] = {"name": name, "tag": image_tag(name)}
         except UnknownNameError:
             continue  # not in this checkout: keep the chart's default
-    values = {"images": images, "excludedNamespaces": [HIDDEN_NAMESPACE]}
+    values = {"images": images, "excludedNamespaces": [HIDDEN_NAMESPACE],
+              "networkPolicy": {"enabled": network_policies}}
     values["sregym"] = {"chartHash": release.chart_hash(CHART, values)}
     return values
 
@@ -166,7 +182,7 @@ def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: 
     Returns True when it was (re)installed, False when reused. Images must be in the cluster
     (`sregym images build`).
     """
-    values = install_values()
+    values = install_values(network_policies=conductor_is_the_node(cluster))
     digest = values["sregym"]["chartHash"]
     state, installed_hash = release.installed(cluster, RELEASE, OBSERVABILITY_NAMESPACE)
     if state == "deployed" and installed_hash == digest and observability_ready(cluster):

@@ -62,15 +62,19 @@ def ensure_namespace(core: client.CoreV1Api, name: str) -> None:
             raise
 
 
-def send_trace(otlp_url: str, service: str) -> None:
+def otlp_spans(service: str) -> dict:
+    """One OTLP/HTTP JSON export: a failed ``GET /search`` span of ``service``, ending now."""
     trace_id, now = uuid.uuid4().hex, time.time_ns()
-    body = {"resourceSpans": [{
+    return {"resourceSpans": [{
         "resource": {"attributes": [{"key": "service.name", "value": {"stringValue": service}}]},
         "scopeSpans": [{"spans": [{"traceId": trace_id, "spanId": uuid.uuid4().hex[:16], "name": "GET /search",
                                    "kind": 2, "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 80_000_000),
                                    "attributes": [{"key": "http.status_code", "value": {"intValue": "500"}}],
                                    "status": {"code": 2}}]}]}]}
-    request = urllib.request.Request(otlp_url, data=json.dumps(body).encode(),
+
+
+def send_trace(otlp_url: str, service: str) -> None:
+    request = urllib.request.Request(otlp_url, data=json.dumps(otlp_spans(service)).encode(),
                                      headers={"Content-Type": "application/json"}, method="POST")
     with urllib.request.urlopen(request, timeout=20) as response:
         assert response.status == 200
@@ -85,6 +89,14 @@ def stack(cluster):
         build_images(["base", *observability.IMAGES.values()], provider="local", cluster="default", socket=socket)
     observability.deploy_observability(cluster, timeout=300)
     return observability.endpoints(cluster)
+
+
+@pytest.fixture(scope="module")
+def workbench(cluster):
+    """The sandbox's image, built once (cached by input hash; `sregym images build` makes it too)."""
+    socket = local_socket(cluster)
+    if socket is not None:
+        build_images(["workbench"], provider="local", cluster="default", socket=socket)
 
 
 def _pod(name: str, command: list[str], labels: dict[str, str], annotations: dict[str, str] | None = None) -> client.V1Pod:

@@ -25,20 +25,19 @@ import anyio
 import pytest
 from kubernetes.client.exceptions import ApiException
 
-from agentplane_cluster_fixtures import ensure_namespace, stack  # noqa: F401 - fixtures
+from agentplane_cluster_fixtures import ensure_namespace, stack, workbench  # noqa: F401 - fixtures
 from sregym.agentplane.agents.command import CommandAgent
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
 from sregym.agentplane.sandbox import NAMESPACE_PREFIX, Sandbox, api_server_endpoint, local_address_for_pods
 from sregym.apps.driver import DeployedApp
 from sregym.cluster.agent_access import revoke_agent_access
-from sregym.cluster.images import build_images
 from sregym.conductor.agent import run_agent
 from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.journal import open_journals
 from sregym.core.problem import Budgets
 
-from live import agent_kubeconfig_for, local_socket
+from live import agent_kubeconfig_for
 from polling import eventually
 
 pytestmark = pytest.mark.cluster
@@ -117,13 +116,6 @@ ATTACKS = textwrap.dedent(r"""
     anyio.run(main)
     print(json.dumps(out))
 """)
-
-
-@pytest.fixture(scope="module")
-def workbench(cluster):
-    socket_path = local_socket(cluster)
-    if socket_path is not None:
-        build_images(["workbench"], provider="local", cluster="default", socket=socket_path)
 
 
 @pytest.fixture()

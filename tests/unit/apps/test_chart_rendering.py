@@ -10,18 +10,11 @@ import yaml
 
 from sregym.apps import load_app
 from sregym.apps.release import template
-from sregym.cluster.kube import helm_path
-from sregym.core.errors import PrerequisiteError, UserInputError
+from sregym.core.errors import UserInputError
+
+pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
 
 OUR_APPS = ["hotel-reservation", "online-shop"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _helm():
-    try:
-        helm_path()
-    except PrerequisiteError:
-        pytest.skip("helm is not installed (the cluster build provides it)")
 
 
 def render(app: str, values: dict | None = None) -> list[dict]:

@@ -11,17 +11,10 @@ from sregym.apps import load_app
 from sregym.apps.release import template
 from sregym.apps.spec import charts_root
 from sregym.cluster.kube import helm_path
-from sregym.core.errors import PrerequisiteError
+
+pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
 
 PUBLIC = ["deathstarbench-hotel-reservation", "deathstarbench-social-network", "opentelemetry-demo"]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _helm():
-    try:
-        helm_path()
-    except PrerequisiteError:
-        pytest.skip("helm is not installed (the cluster build provides it)")
 
 
 def test_the_three_public_charts_are_there():

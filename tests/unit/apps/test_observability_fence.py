@@ -1,0 +1,190 @@
+"""The observability chart fences the grader's query services (``helm template``, no cluster).
+
+The agent may create pods in its app namespace and exec in them. From such a pod the raw
+Prometheus (dropped targets of the hidden namespace, the scrape configuration, the admin API), the
+trace store's query API and the log query would answer, so the chart's NetworkPolicies say who may
+connect, port by port. These tests read what each policy allows and compare it with exactly the
+callers the code has (docs/security.md, "The grader's observability services"):
+
+- nobody but the node reaches Prometheus (the conductor, the oracles and the agent's filtered view
+  run on the host; the node needs no rule, see the template);
+- the trace store's OTLP ingest is open (every app sends spans), its query API only to the agent's
+  tool server pods;
+- the log query only to its peers (each asks the others for their node's lines) and the tool server.
+
+The live proof is tests/integration/agentplane/test_red_team_observability.py.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import yaml
+
+from sregym.agentplane import sandbox
+from sregym.apps import observability
+from sregym.apps.namespace import pod_security_labels
+from sregym.apps.release import template
+from sregym.core.constants import OBSERVABILITY_NAMESPACE
+
+pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
+
+ANYONE = "anyone"
+PEERS = "log-query peers"
+TOOLS = "the agent's tool server"
+
+
+def render(values: dict | None = None) -> list[dict]:
+    text = template(observability.CHART, OBSERVABILITY_NAMESPACE, values or {}, release=observability.RELEASE)
+    return [d for d in yaml.safe_load_all(text) if d]
+
+
+def of_kind(docs: list[dict], kind: str) -> dict[str, dict]:
+    return {d["metadata"]["name"]: d for d in docs if d["kind"] == kind}
+
+
+def workloads(docs: list[dict]) -> dict[str, dict]:
+    return of_kind(docs, "Deployment") | of_kind(docs, "DaemonSet")
+
+
+def pod_labels(workload: dict) -> dict[str, str]:
+    return workload["spec"]["template"]["metadata"]["labels"]
+
+
+def selects(selector: dict, labels: dict[str, str]) -> bool:
+    assert set(selector) <= {"matchLabels"}, f"only matchLabels is read here: {selector}"
+    return selector.get("matchLabels", {}).items() <= labels.items()
+
+
+def container_ports(workload: dict) -> dict[str, int]:
+    return {p["name"]: p["containerPort"] for c in workload["spec"]["template"]["spec"]["containers"]
+            for p in c.get("ports", [])}
+
+
+# -- who a peer is -------------------------------------------------------------------------------
+SANDBOX_NS = sandbox.namespace_manifest("sre-workbench-abc123")["metadata"]["labels"]
+
+
+def sandbox_pod_labels(component: str) -> dict[str, str]:
+    return sandbox.pod_manifest("p", component, "sregym/workbench:x", ["true"], secret="s",
+                                deadline_seconds=60)["metadata"]["labels"]
+
+
+def peer_name(peer: dict, docs: list[dict]) -> str:
+    """Which caller a NetworkPolicy peer stands for; anything unforeseen fails the test."""
+    assert "ipBlock" not in peer, f"an address block lets in whatever comes from it: {peer}"
+    pods, namespaces = peer.get("podSelector"), peer.get("namespaceSelector")
+    log_query = pod_labels(workloads(docs)["log-query"])
+    if namespaces is None and pods is not None and selects(pods, log_query):
+        assert pods["matchLabels"] == observability_selector("log-query"), peer
+        return PEERS
+    if namespaces is not None and pods is not None and selects(namespaces, SANDBOX_NS) \
+            and selects(pods, sandbox_pod_labels("tools")):
+        return TOOLS
+    raise AssertionError(f"a peer no caller in the code needs: {peer}")
+
+
+def observability_selector(name: str) -> dict[str, str]:
+    return {"app.kubernetes.io/name": name, "app.kubernetes.io/instance": observability.RELEASE}
+
+
+def allowed(policy: dict, docs: list[dict]) -> dict[int, set[str]]:
+    """Port -> who may connect to it, as the policy's ingress rules say (the node always may)."""
+    out: dict[int, set[str]] = {}
+    for rule in policy["spec"].get("ingress") or []:
+        assert rule.get("ports"), f"a rule without ports opens every port: {rule}"
+        sources = {peer_name(p, docs) for p in rule["from"]} if rule.get("from") else {ANYONE}
+        for port in rule["ports"]:
+            assert port.get("protocol", "TCP") == "TCP" and isinstance(port["port"], int), port
+            out.setdefault(port["port"], set()).update(sources)
+    return out
+
+
+def policies_selecting(docs: list[dict], workload: dict) -> list[str]:
+    return [name for name, p in of_kind(docs, "NetworkPolicy").items()
+            if selects(p["spec"]["podSelector"], pod_labels(workload))]
+
+
+# -- the fence -----------------------------------------------------------------------------------
+def test_each_query_service_has_one_ingress_policy_of_its_own_and_egress_stays_free():
+    docs = render()
+    pods = workloads(docs)
+    for name in ("prometheus", "trace-store", "log-query"):
+        assert policies_selecting(docs, pods[name]) == [name], name
+        policy = of_kind(docs, "NetworkPolicy")[name]
+        # Prometheus must keep scraping every namespace: only ingress is fenced
+        assert policy["spec"]["policyTypes"] == ["Ingress"], name
+    # node-exporter runs in the host's network namespace, where no NetworkPolicy applies
+    assert policies_selecting(docs, pods["node-exporter"]) == []
+
+
+def test_who_may_connect_is_exactly_the_callers_in_the_code():
+    docs = render()
+    policies = of_kind(docs, "NetworkPolicy")
+    assert allowed(policies["prometheus"], docs) == {}
+    assert allowed(policies["trace-store"], docs) == {4318: {ANYONE}, 16686: {TOOLS}}
+    assert allowed(policies["log-query"], docs) == {8080: {PEERS, TOOLS}}
+
+
+def test_every_port_a_service_reaches_is_decided_by_the_fence():
+    """Each Service port of the stack lands on a fenced pod's port whose callers are listed above; a
+    new port or Service must be added there on purpose."""
+    docs = render()
+    pods, policies = workloads(docs), of_kind(docs, "NetworkPolicy")
+    expected = {("prometheus", 9090): set(), ("jaeger-query", 16686): {TOOLS},
+                ("jaeger-collector", 4318): {ANYONE}, ("log-query", 8080): {PEERS, TOOLS},
+                ("log-query-peers", 8080): {PEERS, TOOLS}}
+    seen = {}
+    for name, service in of_kind(docs, "Service").items():
+        selector = {"matchLabels": service["spec"]["selector"]}
+        workload = next(w for w in pods.values() if selects(selector, pod_labels(w)))
+        [fence] = policies_selecting(docs, workload)
+        policy = policies[fence]
+        for port in service["spec"]["ports"]:
+            target = port["targetPort"]
+            number = container_ports(workload)[target] if isinstance(target, str) else target
+            seen[(name, port["port"])] = allowed(policy, docs).get(number, set())
+    assert seen == expected
+
+
+def test_the_tool_server_peer_is_the_sandbox_tool_pod_and_nothing_the_agent_can_make():
+    policies = of_kind(render(), "NetworkPolicy")
+    peers = [p for name in ("trace-store", "log-query") for rule in policies[name]["spec"]["ingress"]
+             for p in rule.get("from", []) if "namespaceSelector" in p]
+    assert len(peers) == 2 and peers[0] == peers[1]
+    peer = peers[0]
+    # the sandbox's own namespace and tool server pod match ...
+    assert selects(peer["namespaceSelector"], SANDBOX_NS) and selects(peer["podSelector"], sandbox_pod_labels("tools"))
+    # ... an external agent's pod in the same namespace does not, nor does any app namespace
+    # (the agent cannot label namespaces, and may create pods only in its app namespace)
+    assert not selects(peer["podSelector"], sandbox_pod_labels("agent"))
+    app_namespace = {**pod_security_labels(), "kubernetes.io/metadata.name": "hotel-reservation"}
+    assert not selects(peer["namespaceSelector"], app_namespace)
+    assert not selects(peer["namespaceSelector"], {"kubernetes.io/metadata.name": OBSERVABILITY_NAMESPACE})
+
+
+def test_the_fence_is_on_by_default_and_can_be_turned_off():
+    assert observability.install_values()["networkPolicy"] == {"enabled": True}
+    assert of_kind(render(), "NetworkPolicy").keys() == {"prometheus", "trace-store", "log-query"}
+    assert of_kind(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy") == {}
+    off = observability.install_values(network_policies=False)
+    assert off["networkPolicy"] == {"enabled": False}
+    assert off["sregym"]["chartHash"] != observability.install_values()["sregym"]["chartHash"]
+
+
+# -- where the fence can hold --------------------------------------------------------------------
+def cluster_with_nodes(*addresses: str) -> Any:
+    nodes = [SimpleNamespace(status=SimpleNamespace(addresses=[SimpleNamespace(type="InternalIP", address=a)]))
+             for a in addresses]
+    core = SimpleNamespace(list_node=lambda: SimpleNamespace(items=nodes))
+    return SimpleNamespace(kube=SimpleNamespace(core=core), provider="existing")
+
+
+def test_the_fence_is_kept_where_the_conductor_is_the_only_node():
+    """Only there does every connection of the conductor reach a pod from the pod's own node, which
+    the policy engine always admits; elsewhere NodePort traffic arrives from another address."""
+    assert observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1"))
+    assert not observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1", "192.0.2.11"))
+    assert not observability.conductor_is_the_node(cluster_with_nodes("192.0.2.10"))  # not this host

@@ -208,7 +208,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
         record.error = "interrupted" if aborted else str(e)
     finally:
         with anyio.CancelScope(shield=True):
-            await _recover(plane, journal, phases, record, app, driver, cluster)
+            recovered = await _recover(plane, journal, phases, record, app, driver, cluster)
             # -- teardown of what the agent made: recorded, created objects deleted ------------
             if before_agent is not None and app is not None:
                 try:
@@ -216,9 +216,17 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
                         agent_objects.teardown, cluster, before_agent, app.name)
                 except SregymError as e:
                     phases.note(f"could not tear down what the agent made: {e}")
+                    recovered = False  # the journal stays open: `sregym cleanup` tries again
                 for obj in record.agent_objects:
                     phases.note(f"agent {obj.change} {obj.resource}/{obj.name}"
                                 + (" (removed)" if obj.removed else f": {obj.error}" if obj.error else ""))
+            # closed only now: a kill before this point leaves the journal open, so `sregym cleanup`
+            # finds the faults and what the agent made (its journaled snapshot) and removes them
+            left = [o for o in record.agent_objects if o.change == "created" and not o.removed]
+            if recovered and not left:
+                journal.close()
+            elif recovered:
+                phases.note("some objects the agent made were not removed; run `sregym cleanup`")
             record.phases = phases.durations
             record.mechanisms = plane.mechanisms() if plane else {}
             record.reapplied = list(plane.reapplied) if plane else []
@@ -234,17 +242,17 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
 
 
 async def _recover(plane: FaultPlane | None, journal: Journal, phases: Phases, record: RunRecord,
-                   app: DeployedApp | None, driver: AppDriver, cluster: ClusterHandle) -> None:
+                   app: DeployedApp | None, driver: AppDriver, cluster: ClusterHandle) -> bool:
+    """Recover every fault; whether all came off (the caller closes the journal after its teardown)."""
     if plane is None:
-        return
+        return False
     with phases.phase("recover"):
         errors = await plane.recover_all()
         if errors:
             record.status = "error"
             record.error = "; ".join([*filter(None, [record.error]), *errors])
             phases.note("some faults were not recovered; run `sregym cleanup`")
-            return
-        journal.close()
+            return False
         if app is not None:
             ok, detail = await anyio.to_thread.run_sync(driver.health, app, cluster)
             if not ok:

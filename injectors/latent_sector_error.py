@@ -110,6 +110,18 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
     targets = ("Pod", "Deployment", "StatefulSet")
     node_level = True
 
+    def dies_with_pod(self) -> bool:
+        """Watched always; whether a planned copy dies with its pod is ``carrier_pods``'s answer."""
+        return True
+
+    def carrier_pods(self, state: dict[str, Any]) -> set[str]:
+        """A file served from the volume's directory on the node stays bad for every pod that mounts
+        the volume (a real bad sector outlives a restart), so it needs no carrier; a dm-dust mount
+        over the file, or the FUSE mount made in the container only (the file has no path on the
+        node), goes with the pod, and the fault plane re-applies it to the target's new pod."""
+        below_the_pod = state.get("mechanism") == FUSE.name and all(f.get("node_path") for f in state["files"])
+        return set() if below_the_pod else super().carrier_pods(state)
+
     def plan(self) -> dict[str, Any]:
         if any(not p.startswith("/") for p in self.params.paths):
             raise UserInputError("params.paths: give absolute paths inside the container")

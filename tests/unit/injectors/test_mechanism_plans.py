@@ -117,3 +117,17 @@ def test_network_policy_falls_back_to_iptables_where_policies_are_not_enforced()
     assert NetworkPolicyDeny.choose_mechanism({"network_policy_enforcement": True}).name == "networkpolicy"
     with pytest.raises(MechanismUnavailable, match="network_policy_enforcement"):
         NetworkPolicyDeny.choose_mechanism(THIS_VM, forced="networkpolicy")
+
+
+def test_bad_blocks_outlive_a_restart_unless_they_live_in_the_pod():
+    """A restart must not cure latent sector errors: the copies that live in the pod (dm-dust's mount,
+    a FUSE mount made in the container only) are carried by it and so re-applied to its replacement;
+    the FUSE mount on the volume's directory on the node is carried by no pod."""
+    lse = object.__new__(LatentSectorError)
+    files = lambda *node_paths: [{"path": "/data/f", "node_path": n} for n in node_paths]  # noqa: E731
+    container = {"pod_uid": "u1"}
+    assert lse.dies_with_pod()
+    assert lse.carrier_pods({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container}) == set()
+    assert lse.carrier_pods({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f", ""),
+                             "container": container}) == {"u1"}
+    assert lse.carrier_pods({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container}) == {"u1"}

@@ -35,8 +35,8 @@ from sregym.agentplane.access_token import MCP_TOKEN_ENV, MIN_TOKEN_CHARS, Beare
 from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
 from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
                                       ToolCallEvent, clip_arguments)
-from sregym.agentplane.kubectl_args import KubectlArgsError, parse_kubectl, truncate
 from sregym.agentplane.timeparse import TimeFormatError
+from sregym.core.kubectl_args import KubectlArgsError, parse_kubectl
 
 READY_PREFIX = "SREGYM_MCP_READY "
 # What a diagnosis may hold at all, so records stay small (the judge reads less: 4000 characters).
@@ -331,6 +331,15 @@ def _kill(proc: Any) -> None:
             proc.kill()  # our own child, by PID
         except ProcessLookupError:
             pass
+
+
+def truncate(text: str, limit: int) -> tuple[str, bool]:
+    """Keep at most ``limit`` characters and say how much was cut, so the agent can narrow its query."""
+    if len(text) <= limit:
+        return text, False
+    note = (f"\n[output truncated: showed {limit} of {len(text)} characters; narrow the query "
+            "(-l selector, --field-selector, -o jsonpath, --tail, a smaller time range)]")
+    return text[:limit] + note, True
 
 
 def kubectl_output(done: Finished, limit: int) -> tuple[str, bool]:

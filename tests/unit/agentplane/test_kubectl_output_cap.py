@@ -16,7 +16,7 @@ import pytest
 from mcp import Client
 
 from sregym.agentplane.events import JsonLinesSink
-from sregym.agentplane.server import ServerSettings, build_server, run_capped
+from sregym.agentplane.server import ServerSettings, build_server, run_capped, truncate
 
 LIMIT = 2000
 
@@ -84,3 +84,10 @@ def test_memory_held_never_passes_the_cap(tmp_path: Path) -> None:
     assert time.monotonic() - started < 10
     assert len(done.stdout) == 10_000 and len(done.stderr) <= 10_000
     assert done.cut == ("stdout",) and done.returncode == -9  # killed by the cap, not waited out
+
+
+def test_truncate_keeps_short_text_and_says_how_much_was_cut() -> None:
+    assert truncate("abc", 10) == ("abc", False)
+    text, cut = truncate("x" * 1000, 100)
+    assert cut and text.startswith("x" * 100) and "showed 100 of 1000 characters" in text
+    assert len(text) < 400

@@ -1,5 +1,10 @@
 """What the agent may pass to kubectl, read with kubectl's own grammar, and what kind of action it is.
 
+Two readers share it, so they cannot disagree: the agent's tool server (which refuses what it does
+not accept and runs exactly the canonical arguments) and the grader (which reads the recorded call
+to learn what ran, see ``sregym/oracles/actions.py``). It lives in ``core`` because those two are
+independent layers.
+
 RBAC (and admission) are the real fences; this module closes the paths around them that run on
 the host serving the tools: flags that read or write files there (``-f PATH``, ``--from-file``,
 ``-o templatefile=``, ``--profile-output``, ``--cache-dir``, ``--kuberc``, ...), fetch URLs from
@@ -11,7 +16,7 @@ flags ``-Rf x`` / ``-Rfx``, ``-n=x``, ``--`` ends the flags, ``_`` read as ``-``
 and each command accepts only the flags listed for it in :data:`COMMANDS`, each with its kind.
 Anything else is refused with a message the agent can act on. kubectl then receives the
 arguments re-written in one canonical form (``--long=value``), so what runs is exactly what was
-checked. ``tests/unit/agentplane/test_kubectl_args.py`` checks every listed flag against the
+checked. ``tests/unit/core/test_kubectl_args.py`` checks every listed flag against the
 installed kubectl's own ``--help``.
 """
 
@@ -473,12 +478,3 @@ def parse_kubectl(command: str | list[str], *, stdin: str | None = None) -> Kube
     flags, positionals, after_dash = _read_flags(rest, cmd, stdin is not None)
     args = (*cmd.path.split(), *flags, *positionals, *(("--", *after_dash) if after_dash is not None else ()))
     return KubectlCall(args=args, verb=cmd.path.split()[0], read_only=cmd.read_only, command=cmd.path)
-
-
-def truncate(text: str, limit: int) -> tuple[str, bool]:
-    """Keep at most ``limit`` characters and say how much was cut, so the agent can narrow its query."""
-    if len(text) <= limit:
-        return text, False
-    note = (f"\n[output truncated: showed {limit} of {len(text)} characters; narrow the query "
-            "(-l selector, --field-selector, -o jsonpath, --tail, a smaller time range)]")
-    return text[:limit] + note, True

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from sregym.agentplane.agents.random_walk import choose_call
-from sregym.agentplane.kubectl_args import (ALIASES, COMMANDS, GLOBAL, KubectlArgsError, flag_table, parse_kubectl,
-                                            split_command, truncate)
+from sregym.core.kubectl_args import (ALIASES, COMMANDS, GLOBAL, KubectlArgsError, flag_table, parse_kubectl,
+                                      split_command)
 from sregym.cluster.binaries import KUBERNETES
 
 HOST_FILE = "/var/lib/sregym/clusters/default/admin.kubeconfig"
@@ -202,13 +202,6 @@ def test_the_builtin_agents_calls_are_accepted() -> None:
     # what the react agent's tests and docs show
     for command in (["version", "--client"], "get pods -n shop", ["get", "pods", "-n", "shop", "-o", "wide"]):
         parse_kubectl(command)
-
-
-def test_truncate_keeps_short_text_and_says_how_much_was_cut() -> None:
-    assert truncate("abc", 10) == ("abc", False)
-    text, cut = truncate("x" * 1000, 100)
-    assert cut and text.startswith("x" * 100) and "showed 100 of 1000 characters" in text
-    assert len(text) < 400
 
 
 # -- the table is kubectl's own: every allowed flag exists with that kind in the installed kubectl ----------

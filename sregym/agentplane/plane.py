@@ -63,6 +63,13 @@ def server_environment(token: str, home: str, mcp_token: str) -> dict[str, str]:
     return env
 
 
+def recorded_call(event: ToolCallEvent, origin: float) -> ToolCall:
+    """One tool call of the trajectory, as the server reported it, timed from ``origin``."""
+    return ToolCall(t=round(event.at - origin, 3), tool=event.tool, arguments=event.arguments,
+                    duration_s=round(event.duration_s, 4), result_bytes=event.result_bytes, error=event.error,
+                    invalid=event.invalid, read_only=event.read_only, verb=event.verb)
+
+
 class AgentPlane:
     """Async context manager: starts the tool server and the event receiver, stops both on exit."""
 
@@ -270,9 +277,7 @@ class AgentPlane:
     def trajectory(self, result: AgentResult | None = None) -> Trajectory:
         """Everything recorded so far, with times relative to the start of the agent phase."""
         origin = self.started_at or min((e.at for e in self.tool_calls), default=0.0)
-        calls = [ToolCall(t=round(e.at - origin, 3), tool=e.tool, arguments=e.arguments, duration_s=round(e.duration_s, 4),
-                          result_bytes=e.result_bytes, error=e.error, invalid=e.invalid, read_only=e.read_only,
-                          verb=e.verb) for e in sorted(self.tool_calls, key=lambda e: e.at)]
+        calls = [recorded_call(e, origin) for e in sorted(self.tool_calls, key=lambda e: e.at)]
         subs = [Submission(kind=s.kind, t=round(s.at - origin, 3), text=s.text, fields=s.fields)
                 for s in sorted(self.submissions, key=lambda s: s.at)]
         stop = "submitted" if self.mitigation_submitted.is_set() else (result.stop_reason if result else None)

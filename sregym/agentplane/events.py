@@ -11,7 +11,7 @@ import json
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Mapping, Protocol
 
 import httpx
 from pydantic import BaseModel, Field
@@ -49,12 +49,25 @@ class SubmissionEvent(BaseModel):
 Event = ToolCallEvent | SubmissionEvent
 
 
-def clip_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
-    """Arguments as recorded: long strings (a manifest on stdin) are cut so records stay small."""
+def clip_arguments(arguments: dict[str, Any], whole: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """Arguments as recorded: long strings are cut so records stay small.
+
+    ``whole`` names arguments kept whole up to a larger size: the ones the grader reads (kubectl's
+    command and stdin), whose tool refuses anything longer, so a call that ran is recorded as it ran.
+    """
     out: dict[str, Any] = {}
     for key, value in arguments.items():
-        if isinstance(value, str) and len(value) > MAX_ARGUMENT_CHARS:
-            value = value[:MAX_ARGUMENT_CHARS] + f"...[{len(value) - MAX_ARGUMENT_CHARS} more characters]"
+        limit = (whole or {}).get(key, MAX_ARGUMENT_CHARS)
+        if isinstance(value, str) and len(value) > limit:
+            value = value[:limit] + f"...[{len(value) - limit} more characters]"
+        elif isinstance(value, list) and sum(len(str(v)) for v in value) > limit:
+            kept, size = [], 0
+            for item in value:
+                size += len(str(item))
+                if size > limit:
+                    break
+                kept.append(item)
+            value = [*kept, f"...[{len(value) - len(kept)} more items]"]
         out[key] = value
     return out
 

@@ -36,12 +36,14 @@ from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
 from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
                                       ToolCallEvent, clip_arguments)
 from sregym.agentplane.timeparse import TimeFormatError
-from sregym.core.kubectl_args import KubectlArgsError, parse_kubectl
+from sregym.core.kubectl_args import MAX_COMMAND_CHARS, MAX_STDIN_CHARS, KubectlArgsError, parse_kubectl
 
 READY_PREFIX = "SREGYM_MCP_READY "
 # What a diagnosis may hold at all, so records stay small (the judge reads less: 4000 characters).
 MAX_DIAGNOSIS_CHARS, MAX_FIELD_CHARS = 20000, 2000
 MCP_PATH = "/mcp"
+# The grader reads these from the record; the kubectl tool refuses longer ones, so they are kept whole.
+KUBECTL_RECORDED_WHOLE = {"command": MAX_COMMAND_CHARS, "stdin": MAX_STDIN_CHARS}
 
 
 class ServerSettings(BaseModel):
@@ -101,9 +103,12 @@ class AgentToolServer(MCPServer):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         started_wall, started = time.time(), time.monotonic()
-        verb, read_only = _classify(name, arguments)
-        refusal = self.meter.take(name) if self._tool_manager.get_tool(name) else None
-        event = ToolCallEvent(at=started_wall, tool=name, arguments=clip_arguments(arguments),
+        tool = self._tool_manager.get_tool(name)
+        received = _as_received(tool, arguments)
+        verb, read_only = _classify(name, received)
+        refusal = self.meter.take(name) if tool else None
+        event = ToolCallEvent(at=started_wall, tool=name,
+                              arguments=clip_arguments(received, KUBECTL_RECORDED_WHOLE if name == "kubectl" else None),
                               read_only=read_only, verb=verb)
         try:
             if refusal:
@@ -122,6 +127,22 @@ class AgentToolServer(MCPServer):
         event.error = _result_error(result)
         await self.report(event)
         return result
+
+
+def _as_received(tool: Any, arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments as the tool function receives them, which is what is classified and recorded.
+
+    The SDK decodes JSON inside a string (``'["delete", "deploy", "x"]'`` becomes a list) before it calls the
+    tool; recording the string as sent would let the grader read something other than what ran.
+    Keys the tool does not take are kept as sent (the tool never sees them).
+    """
+    if tool is None:
+        return arguments
+    try:
+        validated = tool.fn_metadata.validate_arguments(arguments)
+    except Exception:  # noqa: BLE001 - the SDK refuses the call the same way; it never runs
+        return arguments
+    return {**arguments, **{key: value for key, value in validated.items() if key in arguments}}
 
 
 def _classify(name: str, arguments: dict[str, Any]) -> tuple[str | None, bool]:

@@ -247,22 +247,59 @@ OUTPUT_FORMATS = frozenset({"json", "yaml", "wide", "name", "plaintext", "plaint
 INLINE_TEMPLATES = ("jsonpath=", "jsonpath-as-json=", "custom-columns=", "go-template=", "template=")
 
 
+# What one call may hold. The run record keeps a call's command and stdin whole up to these sizes,
+# so the grader reads from the record exactly what kubectl received; longer calls are refused.
+MAX_COMMAND_CHARS = 8000
+MAX_STDIN_CHARS = 100_000
+
+
 class KubectlArgsError(ValueError):
     """The arguments are refused; the message tells the agent what to do instead."""
 
 
 @dataclass(frozen=True)
 class KubectlCall:
-    """Parsed arguments: ``args`` (canonical) go to kubectl after the fixed kubeconfig flag."""
+    """Parsed arguments: ``args`` (canonical) go to kubectl after the fixed kubeconfig flag.
+
+    The same reading, structured: ``flags`` in order (long name, value or None when given bare),
+    ``positionals``, and what follows ``--`` (None without it)."""
 
     args: tuple[str, ...]
     verb: str
     read_only: bool
     command: str = ""  # the whole command path, e.g. "rollout restart"
+    flags: tuple[tuple[str, str | None], ...] = ()
+    positionals: tuple[str, ...] = ()
+    after_dash: tuple[str, ...] | None = None
+
+    def given(self, name: str) -> bool:
+        return any(n == name for n, _ in self.flags)
+
+    def value(self, name: str) -> str | None:
+        """The value kubectl uses: pflag keeps the last one given (None when absent or given bare)."""
+        return next((v for n, v in reversed(self.flags) if n == name), None)
+
+    def is_true(self, name: str) -> bool:
+        """A true/false flag as pflag reads it: given bare, or last given a true value."""
+        last = next(((n, v) for n, v in reversed(self.flags) if n == name), None)
+        return last is not None and (last[1] is None or last[1].lower() in ("1", "t", "true"))
+
+    @property
+    def arguments(self) -> tuple[str, ...]:
+        """What the command receives as arguments: positionals, then what follows ``--``."""
+        return self.positionals + (self.after_dash or ())
+
+
+def command_chars(command: str | list[str]) -> int:
+    """The length of a command as given: the string, or the words of a list with a space between."""
+    return len(command) if isinstance(command, str) else sum(len(str(p)) + 1 for p in command)
 
 
 def split_command(command: str | list[str]) -> list[str]:
     """Accept ``"get pods -n x"``, ``"kubectl get pods"`` or ``["get", "pods"]``."""
+    if command_chars(command) > MAX_COMMAND_CHARS:
+        raise KubectlArgsError(f"the command is longer than {MAX_COMMAND_CHARS} characters; "
+                               "put a long patch or manifest on stdin with `apply -f -`")
     if isinstance(command, str):
         try:
             parts = shlex.split(command)
@@ -407,20 +444,21 @@ def _check_value(flag: Flag, value: str, cmd: Command, stdin: bool) -> None:
         VALUE_CHECKS[flag.name](value)
 
 
-def _read_flags(args: list[str], cmd: Command, stdin: bool) -> tuple[list[str], list[str], list[str] | None]:
-    """pflag's reading of ``args``: (canonical flags, positionals, what follows ``--`` or None without it)."""
-    flags: list[str] = []
+Flags = list[tuple[str, str | None]]
+
+
+def _read_flags(args: list[str], cmd: Command, stdin: bool) -> tuple[Flags, list[str], list[str] | None]:
+    """pflag's reading of ``args``: (flags as (long name, value), positionals, what follows ``--`` or None)."""
+    flags: Flags = []
     positionals: list[str] = []
     i = 0
 
     def accept(flag: Flag, value: str | None, spelled: str) -> None:
-        if value is None:
-            flags.append(f"--{flag.name}")
-            return
-        if flag.kind == "bool" and value.lower() not in ("1", "t", "true", "0", "f", "false"):
-            raise KubectlArgsError(f"{spelled} is a true/false flag; {value!r} is not a boolean")
-        _check_value(flag, value, cmd, stdin)
-        flags.append(f"--{flag.name}={value}")
+        if value is not None:
+            if flag.kind == "bool" and value.lower() not in ("1", "t", "true", "0", "f", "false"):
+                raise KubectlArgsError(f"{spelled} is a true/false flag; {value!r} is not a boolean")
+            _check_value(flag, value, cmd, stdin)
+        flags.append((flag.name, value))
 
     while i < len(args):
         arg = args[i]
@@ -473,8 +511,14 @@ def _read_flags(args: list[str], cmd: Command, stdin: bool) -> tuple[list[str], 
 
 def parse_kubectl(command: str | list[str], *, stdin: str | None = None) -> KubectlCall:
     """Validate one kubectl invocation, classify it (read-only or not), and give its canonical arguments."""
+    if stdin is not None and len(stdin) > MAX_STDIN_CHARS:
+        raise KubectlArgsError(f"stdin holds {len(stdin)} characters; at most {MAX_STDIN_CHARS} are accepted: "
+                               "apply the manifest in parts")
     parts = split_command(command)
     cmd, rest = find_command(parts)
     flags, positionals, after_dash = _read_flags(rest, cmd, stdin is not None)
-    args = (*cmd.path.split(), *flags, *positionals, *(("--", *after_dash) if after_dash is not None else ()))
-    return KubectlCall(args=args, verb=cmd.path.split()[0], read_only=cmd.read_only, command=cmd.path)
+    canonical = [f"--{name}" if value is None else f"--{name}={value}" for name, value in flags]
+    args = (*cmd.path.split(), *canonical, *positionals, *(("--", *after_dash) if after_dash is not None else ()))
+    return KubectlCall(args=args, verb=cmd.path.split()[0], read_only=cmd.read_only, command=cmd.path,
+                       flags=tuple(flags), positionals=tuple(positionals),
+                       after_dash=tuple(after_dash) if after_dash is not None else None)

@@ -20,13 +20,10 @@ from mcp import Client
 from sregym.agentplane.events import JsonLinesSink, ToolCallEvent
 from sregym.agentplane.plane import recorded_call
 from sregym.agentplane.server import ServerSettings, build_server
-from sregym.core.kubectl_args import parse_kubectl
+from sregym.core.kubectl_args import MAX_COMMAND_CHARS, parse_kubectl
 from sregym.core.problem import GroundTruth
 from sregym.core.trajectory import Trajectory
 from sregym.oracles.actions import wrong_remediations
-
-pytestmark = pytest.mark.xfail(reason="attacks on the grader's own kubectl grammar; fixed by the next commits")
-MAX_COMMAND_CHARS = 8000  # the limit the tool server will record whole
 
 GT = GroundTruth(root_cause="geo's DATABASE_URL points at the wrong port", component="geo",
                  mechanism="misconfigured env var", scope=["geo"])
@@ -80,6 +77,7 @@ def test_the_grader_reads_exactly_what_kubectl_received(tmp_path: Path, fake_kub
         {"command": "delete pods -lapp!=geo --grace-period 0"},
         {"command": "delete deploy frontend nope"},                                      # exit 1, frontend gone
         {"command": "delete deploy frontend", "args": ["rollout", "restart", "deploy/geo"]},  # args: ignored
+        {"command": json.dumps(["delete", "deploy", "frontend"])},  # the SDK decodes JSON in a string to a list
         {"command": "apply -f -", "stdin": PADDED_CONFIG + "\n" + FRONTEND},             # frontend after 6000 chars
         {"command": "scale deploy geo " + " " * 5000 + "--replicas=2"},                   # long, but allowed
         {"command": "set env deploy/geo DATABASE_URL=postgres://db:5432"},
@@ -91,7 +89,7 @@ def test_the_grader_reads_exactly_what_kubectl_received(tmp_path: Path, fake_kub
         assert list(read.args) == executed["args"]
         assert (call.arguments.get("stdin") or "") == executed["stdin"]
     wrong = wrong_remediations(trajectory, GT)
-    assert len(wrong) == 6, wrong  # every call but the two on geo
+    assert len(wrong) == len(calls) - 2, wrong  # every call but the two on geo
     assert all("frontend" in w or "(touches *)" in w for w in wrong), wrong
 
 

@@ -22,7 +22,6 @@ from sregym.oracles.actions import evidence_coverage, is_write, write_targets, w
 GT = GroundTruth(root_cause="geo's DATABASE_URL points at the wrong port", component="geo",
                  mechanism="misconfigured env var", scope=["geo"])
 POD = "geo-7d9f8c6b5-x2x9q"
-pytestmark = pytest.mark.xfail(reason="attacks on the grader's own kubectl grammar; fixed by the next commits")
 
 
 def recorded(command: str | list[str], stdin: str | None = None, **kw) -> ToolCall:

@@ -70,9 +70,9 @@ def test_writes_on_healthy_components_and_blanket_writes_are_wrong():
 
 def test_apply_of_a_manifest_is_judged_by_the_objects_it_names():
     ok = ToolCall(t=1, tool="kubectl", verb="apply", read_only=False,
-                  arguments={"args": ["apply", "-f", "-"], "stdin": "kind: Deployment\nmetadata:\n  name: geo\n"})
+                  arguments={"command": ["apply", "-f", "-"], "stdin": "kind: Deployment\nmetadata:\n  name: geo\n"})
     bad = ToolCall(t=2, tool="kubectl", verb="apply", read_only=False,
-                   arguments={"args": ["apply", "-f", "-"], "stdin": "kind: Service\nmetadata:\n  name: rate\n"})
+                   arguments={"command": ["apply", "-f", "-"], "stdin": "kind: Service\nmetadata:\n  name: rate\n"})
     assert wrong_remediations(traj(ok, bad), GT) == [wrong_remediations(traj(bad), GT)[0]]
 
 

@@ -28,7 +28,7 @@ import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, Field, ValidationError
 
 from sregym.agentplane import observability as obs
 from sregym.agentplane.access_token import MCP_TOKEN_ENV, MIN_TOKEN_CHARS, BearerTokenGate
@@ -178,7 +178,10 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
         command: Annotated[list[str] | str, Field(description=(
             "kubectl arguments, as a list ([\"get\", \"pods\", \"-n\", \"NS\"]) or one string (\"get pods -n NS\"); "
             "no shell operators"))],
-        stdin: Annotated[str | None, Field(description="text piped to kubectl, e.g. a manifest for `apply -f -`")] = None,
+        # A plain str, so the SDK passes a JSON manifest through as text instead of decoding it into an
+        # object the schema then refuses; null is read as no stdin.
+        stdin: Annotated[str, BeforeValidator(lambda v: "" if v is None else v),
+                         Field(description="text piped to kubectl, e.g. a manifest for `apply -f -`")] = "",
     ) -> CallToolResult:
         """Run kubectl with the on-call SRE's credentials. Read verbs (get, describe, logs, top, events, ...)
         and write verbs (apply, patch, scale, rollout, set, delete, ...) are allowed with their usual flags,
@@ -190,7 +193,7 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
             raise RefusedCall(str(e)) from None
         argv = [kubectl_exe, "--kubeconfig", kubeconfig, *call.args]
         try:
-            done = await run_capped(argv, stdin, workdir, settings.kubectl_timeout, limit)
+            done = await run_capped(argv, stdin or None, workdir, settings.kubectl_timeout, limit)
         except TimeoutError:
             return _text_result(f"kubectl {call.verb} did not finish within {settings.kubectl_timeout:g}s and was "
                                 "stopped; narrow the request", error=True)

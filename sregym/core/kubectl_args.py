@@ -516,7 +516,7 @@ def parse_kubectl(command: str | list[str], *, stdin: str | None = None) -> Kube
                                "apply the manifest in parts")
     parts = split_command(command)
     cmd, rest = find_command(parts)
-    flags, positionals, after_dash = _read_flags(rest, cmd, stdin is not None)
+    flags, positionals, after_dash = _read_flags(rest, cmd, bool(stdin))  # an empty stdin is none
     canonical = [f"--{name}" if value is None else f"--{name}={value}" for name, value in flags]
     args = (*cmd.path.split(), *canonical, *positionals, *(("--", *after_dash) if after_dash is not None else ()))
     return KubectlCall(args=args, verb=cmd.path.split()[0], read_only=cmd.read_only, command=cmd.path,

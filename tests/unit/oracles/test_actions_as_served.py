@@ -81,6 +81,8 @@ def test_the_grader_reads_exactly_what_kubectl_received(tmp_path: Path, fake_kub
         {"command": "apply -f -", "stdin": PADDED_CONFIG + "\n" + FRONTEND},             # frontend after 6000 chars
         {"command": "scale deploy geo " + " " * 5000 + "--replicas=2"},                   # long, but allowed
         {"command": "set env deploy/geo DATABASE_URL=postgres://db:5432"},
+        {"command": "apply -f -", "stdin": json.dumps({"apiVersion": "apps/v1", "kind": "Deployment",
+                                                       "metadata": {"name": "geo"}})},  # JSON: kept as text
     ]
     trajectory, ran = serve(tmp_path, fake_kubectl, calls)
     assert len(ran) == len(calls) and not any(c.invalid for c in trajectory.tool_calls)
@@ -89,7 +91,7 @@ def test_the_grader_reads_exactly_what_kubectl_received(tmp_path: Path, fake_kub
         assert list(read.args) == executed["args"]
         assert (call.arguments.get("stdin") or "") == executed["stdin"]
     wrong = wrong_remediations(trajectory, GT)
-    assert len(wrong) == len(calls) - 2, wrong  # every call but the two on geo
+    assert len(wrong) == len(calls) - 3, wrong  # every call but the three on geo
     assert all("frontend" in w or "(touches *)" in w for w in wrong), wrong
 
 

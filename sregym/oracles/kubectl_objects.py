@@ -23,7 +23,8 @@ import yaml
 from sregym.core.kubectl_args import KubectlArgsError, KubectlCall, parse_kubectl
 from sregym.core.trajectory import ToolCall
 
-# kubectl commands that change nothing the grader judges: looking inside a pod, a throwaway pod.
+# kubectl commands that change nothing the grader judges: looking inside a pod, a throwaway pod
+# (but `debug --copy-to=X --replace` deletes the pod it copies).
 INVESTIGATION = frozenset({"exec", "debug", "run"})
 _DRY_RUNS = ("client", "server", "unchanged")  # "unchanged" is --dry-run given bare: a client dry run
 _NODE_COMMANDS = frozenset({"cordon", "uncordon", "drain"})
@@ -62,7 +63,7 @@ def read_call(call: ToolCall) -> tuple[KubectlCall, str | None] | None:
 
 def changes_something(kc: KubectlCall) -> bool:
     """Whether the call may change the cluster: a write command, not a dry run, not ``--local``, not ``--list``."""
-    if kc.read_only or kc.verb in INVESTIGATION:
+    if kc.read_only or (kc.verb in INVESTIGATION and not (kc.verb == "debug" and kc.is_true("replace"))):
         return False
     if kc.given("dry-run") and (kc.value("dry-run") or "unchanged") in _DRY_RUNS:
         return False
@@ -250,6 +251,9 @@ def acted_on(kc: KubectlCall, stdin: str | None) -> Reach:
     reach = Reach()
     if path in _NODE_COMMANDS:
         reach.names += words
+    elif path == "debug":  # POD or TYPE/NAME, then the command to run; the copy is a new pod
+        reach.names += [words[0].rpartition("/")[2]] if words else []
+        reach.names += [kc.value("copy-to") or ""] if kc.value("copy-to") else []
     elif path.startswith("create ") and words:
         reach.names.append(words[0])  # the new object's name
     elif not path.startswith("create "):

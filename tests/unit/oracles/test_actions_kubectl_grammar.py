@@ -185,6 +185,13 @@ def test_a_write_the_grader_cannot_read_touches_everything() -> None:
 
 def test_investigating_inside_a_pod_is_not_a_remediation() -> None:
     assert wrong(recorded("exec frontend-7d9f8c6b5-x2x9q -- wget -qO- geo:8083")) == []
+    assert wrong(recorded("debug frontend-7d9f8c6b5-x2x9q --image=busybox --copy-to=frontend-debug")) == []
+
+
+def test_a_debug_copy_that_replaces_its_pod_deletes_that_pod() -> None:
+    call = recorded("debug frontend-7d9f8c6b5-x2x9q --image=busybox --copy-to=geo-debug --replace")
+    assert is_write(call) and write_targets(call) == ["frontend-7d9f8c6b5-x2x9q", "geo-debug"]
+    assert len(wrong(call)) == 1
 
 
 # -- what a read gathered: the objects it named, not any word anywhere in the call ------------------------

@@ -253,7 +253,8 @@ def acted_on(kc: KubectlCall, stdin: str | None) -> Reach:
         reach.names += words
     elif path == "debug":  # POD or TYPE/NAME, then the command to run; the copy is a new pod
         reach.names += [words[0].rpartition("/")[2]] if words else []
-        reach.names += [kc.value("copy-to") or ""] if kc.value("copy-to") else []
+        if copy := kc.value("copy-to"):
+            reach.names.append(copy)
     elif path.startswith("create ") and words:
         reach.names.append(words[0])  # the new object's name
     elif not path.startswith("create "):
@@ -268,10 +269,10 @@ def acted_on(kc: KubectlCall, stdin: str | None) -> Reach:
     if selecting and not kc.given("filename"):  # with -f a selector only filters the manifest
         reach.selected += narrowed
         reach.everything = not narrowed and not reach.names
-    if path == "expose" and kc.value("name"):
-        reach.names, reach.everything = [kc.value("name") or ""], False  # a new Service; it changes nothing else
-    elif path == "autoscale" and kc.value("name"):
-        reach.names.append(kc.value("name") or "")
+    if path in ("expose", "autoscale") and (new := kc.value("name")):
+        # expose makes a Service and changes nothing else; autoscale's HPA also scales what it names
+        reach.names = [new] if path == "expose" else [*reach.names, new]
+        reach.everything = reach.everything and path == "autoscale"
     if kc.is_true("all") and path != "apply":  # apply's --all only widens --prune, which is not allowed
         reach.everything = True
     return reach

@@ -117,11 +117,11 @@ def _write_reach(call: ToolCall) -> Reach:
 def write_targets(call: ToolCall) -> list[str]:
     """Object names a write call acts on, normalised; ``*`` when it acts on everything of a kind
     (``--all``, a lone type, a selector that narrows nothing). Selector values stand for the objects
-    they select."""
+    they select; an empty list means the call names nothing kubectl would act on."""
     reach = _write_reach(call)
     if reach.everything:
         return ["*"]
-    return sorted({normalise(n) for n in [*reach.names, *(v for vs in reach.selected for v in vs)]}) or ["*"]
+    return sorted({normalise(n) for n in [*reach.names, *(v for vs in reach.selected for v in vs)]})
 
 
 def is_write(call: ToolCall) -> bool:

@@ -168,12 +168,8 @@ class _ManifestLoader(yaml.SafeLoader):
 
 def _multi_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, list[Any]]:
     loader.flatten_mapping(node)
-    out: dict[Any, list[Any]] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        out.setdefault(key if isinstance(key, (str, int, float, bool)) else str(key), []).append(
-            loader.construct_object(value_node, deep=True))
-    return out
+    pairs = [(loader.construct_object(k, deep=True), loader.construct_object(v, deep=True)) for k, v in node.value]
+    return _group([(k if isinstance(k, (str, int, float, bool)) else str(k), v) for k, v in pairs])
 
 
 _ManifestLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _multi_mapping)
@@ -200,8 +196,9 @@ def _documents(text: str) -> list[Any]:
     return docs
 
 
-def _group(pairs: list[tuple[str, Any]]) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
+def _group(pairs: list[tuple[Any, Any]]) -> dict[Any, list[Any]]:
+    """A mapping that keeps every value of a repeated key, in order."""
+    out: dict[Any, list[Any]] = {}
     for key, value in pairs:
         out.setdefault(key, []).append(value)
     return out

@@ -216,3 +216,18 @@ def test_evidence_comes_from_the_objects_a_call_read() -> None:
 def test_a_word_in_a_call_is_not_evidence(call, entry) -> None:
     assert not call.invalid, call.error
     assert coverage(entry, call) == 0.0
+
+
+def test_a_repeated_key_cannot_hide_a_name() -> None:
+    # Go's readers keep the last value, a strict server refuses the object: the grader sees both
+    call = recorded("apply -f -", stdin="kind: Deployment\nmetadata:\n  name: frontend\n  name: geo\n")
+    assert write_targets(call) == ["frontend", "geo"] and len(wrong(call)) == 1
+
+
+def test_a_manifest_made_to_stall_the_grader_is_read_once_per_node() -> None:
+    bomb = "a: &a [{metadata: {name: geo}}]\n" + "".join(
+        f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n" for p, c in zip("abcdefgh", "bcdefghi"))
+    call = recorded("apply -f -", stdin=f"kind: List\nmetadata: {{name: geo-list}}\n{bomb}items: *i\n")
+    assert write_targets(call) == ["geo", "geo-list"]
+    # a list that holds itself cannot be read (nor by kubectl): it touches everything
+    assert write_targets(recorded("apply -f -", stdin="kind: List\nitems: &x [*x]\n")) == ["*"]

@@ -93,7 +93,7 @@ class Ledger:
         self.attempt_started: dict[str, float] = {}
         self.attempt: dict[str, str] = {}  # the running attempt's outcome so far
         self.slowest: dict[str, float] = {}
-        self.outcome: dict[str, str] = {}  # finished tests: passed | failed | skipped (last attempt)
+        self.outcome: dict[str, str] = {}  # finished: passed | failed | skipped | known_open (last attempt)
         self.reruns: dict[str, int] = {}
         self.skip_reasons: dict[str, str] = {}
         self.running: str | None = None
@@ -110,6 +110,10 @@ class Ledger:
             self.attempt[nodeid] = "rerun"  # the next attempt decides
         elif report.failed:
             self.attempt[nodeid] = "failed"
+        elif report.skipped and getattr(report, "wasxfail", None) is not None:
+            # a strict xfail that failed as expected: a measured gap kept on record, not a skip
+            self.attempt[nodeid] = "known_open"
+            self.skip_reasons[nodeid] = report.wasxfail
         elif report.skipped and self.attempt.get(nodeid) != "failed":
             self.attempt[nodeid] = "skipped"
             longrepr = report.longrepr
@@ -178,6 +182,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
              if getattr(r, "when", None) == "collect"]
     lines += [f"FAILED   {n}" for n in LEDGER.with_outcome("failed")]
     lines += [f"SKIPPED  {n}: {LEDGER.skip_reasons.get(n, '')}" for n in LEDGER.with_outcome("skipped")]
+    lines += [f"KNOWN OPEN {n}: {LEDGER.skip_reasons.get(n, '')} (ran and failed as expected; strict, so it turns "
+              "the run red once it passes)" for n in LEDGER.with_outcome("known_open")]
     lines += [f"RERUN    {n} ({k} rerun{'s' * (k > 1)}, then {LEDGER.outcome.get(n, 'cut short')})"
              for n, k in LEDGER.reruns.items()]
     lines += [f"FLAKY    {n}: passed only on its rerun" for n in LEDGER.flaky()]
@@ -187,15 +193,15 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
         lines.append(f"CUT      {LEDGER.running}: running when the run was interrupted")
     not_run = LEDGER.not_run(items) if interrupted else {}
     lines += [f"NOT RUN  {path} ({k} test{'s' * (k > 1)})" for path, k in not_run.items()]
-    counts = {k: len(LEDGER.with_outcome(k)) for k in ("passed", "failed", "skipped")}
+    counts = {k: len(LEDGER.with_outcome(k)) for k in ("passed", "failed", "skipped", "known_open")}
     ok = exitstatus == pytest.ExitCode.OK and not slow
     why = {pytest.ExitCode.NO_TESTS_COLLECTED: ", no tests ran", pytest.ExitCode.INTERRUPTED: ", interrupted"}
     lines.append(f"RESULT   {'PASS' if ok else 'FAIL'}: {counts['passed']} passed, {counts['failed']} failed, "
-                 f"{counts['skipped']} skipped, {sum(LEDGER.reruns.values())} rerun, {len(LEDGER.flaky())} flaky, "
+                 f"{counts['skipped']} skipped, {counts['known_open']} known open, {sum(LEDGER.reruns.values())} rerun, {len(LEDGER.flaky())} flaky, "
                  f"{len(slow)} tiering, {sum(not_run.values())} not run "
                  f"(pytest exit {int(exitstatus)}{why.get(exitstatus, '')})")
     tr.write_sep("=", CLOSING, bold=True)
     for line in lines:
-        notice = line.startswith(("RERUN", "SKIPPED"))
+        notice = line.startswith(("RERUN", "SKIPPED", "KNOWN OPEN"))
         tr.write_line(line, red=not notice and not line.startswith("RESULT   PASS"), yellow=notice,
                       bold=line.startswith("RESULT"))

@@ -241,7 +241,7 @@ CONDUCTOR = textwrap.dedent(r"""
     anyio.run(lambda: run_agent(agent="command", runner=CommandAgent(["sleep", "600"]), cluster=cluster,
                                 app=DeployedApp(name="web", namespace=namespace), alert="web is slow",
                                 budgets=Budgets(steps=5, seconds=600), seed=1, forbidden_words=[],
-                                on_sandbox=journal.sandbox))
+                                on_server=journal.process, on_sandbox=journal.sandbox))
 """)
 
 
@@ -266,6 +266,8 @@ def test_a_killed_conductor_leaves_no_agent_running_after_cleanup(cluster, workb
 
         namespace = eventually(agent_running, 120, 1)
         assert namespace, "the command agent's pod never ran"
+        proxies = open_journals(tmp_path / "journal")[0].processes
+        assert proxies, "the conductor journals its helper processes (the API proxy) so cleanup can stop them"
     finally:
         os.killpg(conductor.pid, signal.SIGKILL)  # the conductor's own group: started in a new session
         conductor.wait()
@@ -273,13 +275,16 @@ def test_a_killed_conductor_leaves_no_agent_running_after_cleanup(cluster, workb
     cleanup = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env=env, cwd=REPO, capture_output=True,
                              text=True, timeout=180)
     assert cleanup.returncode == 0, cleanup.stderr
-    assert f"sandbox {namespace}" in cleanup.stderr.replace("\n", " ")
+    assert f"sandbox {namespace}" in " ".join(cleanup.stderr.split())  # however the console wrapped it
     try:
         left = kube.core.list_namespaced_pod(namespace).items
     except ApiException as e:
         left = [] if e.status == 404 else [e]
     assert not left, [p.metadata.name for p in left]
     assert not open_journals(tmp_path / "journal")
+    # the conductor's helpers (the API proxy runs in a session of its own) were stopped by cleanup too
+    helpers = [pid for pid, what in proxies.items() if Path(f"/proc/{pid}").exists()]
+    assert not helpers, f"cleanup left the killed conductor's helpers running: {helpers}"
     revoke_agent_access(kube, app_namespace)  # the killed run had no fault intents naming it (a real run has)
 
 

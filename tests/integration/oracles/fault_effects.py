@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +74,9 @@ except Exception as e:
 PORT_KINDS = {6379: "redis", 11211: "memcached", 5432: "postgres", 4222: "nats"}
 # faults whose cause lives in or under the pod: a restart must not cure them (DESIGN.md invariants)
 # (a hung process, ``process_signal``, is cured by a restart as its real cause, a deadlock, would be)
+PYTHON_IMAGES = {"hotel", "shop"}
+# How long a check waits for a running pod of the app to check from (pods restarting after a strategy).
+PEER_WAIT_SECONDS = 120
 POD_SCOPED = {"network_partition", "packet_loss", "bandwidth_limit", "dns_failure", "network_latency",
               "resource_stress", "syscall_failure", "latent_sector_error", "disk_full"}
 LAYER_FAMILY = {"kubernetes": "Kubernetes objects", "application": "application config", "os": "OS",
@@ -124,7 +128,9 @@ def app_image(kube, ns: str) -> str | None:
     for kind in ("deployments", "statefulsets"):
         for w in get_json(kube, "get", kind, "-n", ns)["items"]:
             for c in w["spec"]["template"]["spec"]["containers"]:
-                if "pyservice" in c["image"] or c["name"] == "loadgen":
+                # the Python images the apps' services run (hotel-reservation: hotel, online-shop: shop); the
+                # load generator is no longer in the app's namespace, so it cannot be the fallback
+                if c["image"].rsplit("/", 1)[-1].split(":")[0] in PYTHON_IMAGES:
                     return c["image"]
     return None
 
@@ -190,8 +196,12 @@ def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     if port is None:
         return Effect(True, f"the chart has no Service {service}")
     peer = _python_pod(kube, ns, avoid=service)
+    deadline = time.monotonic() + PEER_WAIT_SECONDS
+    while peer is None and time.monotonic() < deadline:  # after a restart-everything strategy the pods come back
+        time.sleep(3)
+        peer = _python_pod(kube, ns, avoid=service)
     if peer is None:
-        return Effect(True, "no running pod of the app's image to check from")
+        return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
     kind = "http_many" if many else PORT_KINDS.get(port, "http")
     return probe(kube, ns, *peer, kind, service, port)
 
@@ -330,9 +340,34 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _bad_blocks(kube, ns, fault)
     if inj == "resource_stress":
         return _stress(kube, ns, fault)
+    if inj == "syscall_failure":
+        return _steadily_serves(kube, ns, problem, fault)
     # Kubernetes objects (replicas, scheduling, quota, ports, selectors), credentials, a hung or
     # failing process, a full disk: the component no longer answers as it should.
     return serves(kube, ns, _target_service(problem, fault))
+
+
+def _restarts(kube, ns: str, name: str) -> int:
+    return sum(s.get("restartCount", 0) for p in _pods(kube, ns, name) for s in p["status"].get("containerStatuses", []))
+
+
+def _steadily_serves(kube, ns: str, problem, fault, samples: int = 8, every: float = 2.5) -> Effect:
+    """A failing syscall shows over time, not in one connection (fsync errors make PostgreSQL
+    PANIC and restart; between restarts it answers): present if any sample fails to answer or
+    the target's containers restart while it is watched."""
+    service = _target_service(problem, fault)
+    before = _restarts(kube, ns, fault.target.name)
+    failed = []
+    for _ in range(samples):
+        e = serves(kube, ns, service)
+        if e.present:
+            failed.append(e.evidence)
+        time.sleep(every)
+    restarted = _restarts(kube, ns, fault.target.name) - before
+    present = bool(failed) or restarted > 0
+    return Effect(present, f"{samples - len(failed)}/{samples} samples answered over {samples * every:.0f}s, "
+                           f"{restarted} restart(s) of {fault.target.name} meanwhile"
+                           + (f"; first failure: {failed[0]}" if failed else ""))
 
 
 def fault_effect(kube, ns: str, problem) -> Effect:
@@ -350,6 +385,7 @@ def chart_services(kube, ns: str) -> list[str]:
 def users_served(kube, ns: str) -> Effect:
     """Every Service of the chart (the load generator aside) answers as it should, from another pod:
     ``present`` here means something users need is broken."""
-    effects = [(s, serves(kube, ns, s)) for s in chart_services(kube, ns) if s != "loadgen"]
+    # the load generator is the grader's (its Service lives in the observability namespace now)
+    effects = [(s, serves(kube, ns, s)) for s in chart_services(kube, ns) if not s.startswith("loadgen")]
     broken = [f"{s}: {e.evidence}" for s, e in effects if e.present]
     return Effect(bool(broken), "; ".join(broken) or f"all of {len(effects)} services answer")

@@ -257,4 +257,5 @@ async def _recover(plane: FaultPlane | None, journal: Journal, phases: Phases, r
             ok, detail = await anyio.to_thread.run_sync(driver.health, app, cluster)
             if not ok:
                 phases.note(f"after recovery the app is not healthy yet: {detail}")
+    return True
 

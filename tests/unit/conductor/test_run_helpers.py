@@ -88,3 +88,24 @@ def test_an_agent_error_surfaces_as_itself():
 
     with pytest.raises(PrerequisiteError, match="no agent plane"):
         anyio.run(with_background, anyio.sleep_forever, agent())
+
+
+def test_recover_says_whether_every_fault_came_off_so_the_run_closes_its_journal():
+    """A run closes its journal only when _recover says every fault came off (it once fell off
+    the end with None, so every successful run left its journal open for `sregym cleanup`)."""
+    from sregym.conductor.progress import Phases
+    from sregym.conductor.run import _recover
+
+    class Plane:
+        def __init__(self, errors):
+            self.errors = errors
+
+        async def recover_all(self):
+            return self.errors
+
+    record = RunRecord.model_construct(status="completed", error=None)
+    clean = anyio.run(_recover, Plane([]), None, Phases(), record, None, None, None)
+    assert clean is True
+    failed = anyio.run(_recover, Plane(["orders_blocks: still mounted"]), None, Phases(), record, None, None, None)
+    assert failed is False and record.status == "error"
+    assert anyio.run(_recover, None, None, Phases(), record, None, None, None) is False

@@ -208,7 +208,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
         record.error = "interrupted" if aborted else str(e)
     finally:
         with anyio.CancelScope(shield=True):
-            recovered = await _recover(plane, journal, phases, record, app, driver, cluster)
+            recovered = await _recover(plane, phases, record, app, driver, cluster)
             # -- teardown of what the agent made: recorded, created objects deleted ------------
             if before_agent is not None and app is not None:
                 try:
@@ -241,7 +241,7 @@ async def run_problem(problem: Problem, *, agent: str, seed: int, noise: bool, o
     return record
 
 
-async def _recover(plane: FaultPlane | None, journal: Journal, phases: Phases, record: RunRecord,
+async def _recover(plane: FaultPlane | None, phases: Phases, record: RunRecord,
                    app: DeployedApp | None, driver: AppDriver, cluster: ClusterHandle) -> bool:
     """Recover every fault; whether all came off (the caller closes the journal after its teardown)."""
     if plane is None:

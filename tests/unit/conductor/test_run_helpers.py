@@ -104,8 +104,8 @@ def test_recover_says_whether_every_fault_came_off_so_the_run_closes_its_journal
             return self.errors
 
     record = RunRecord.model_construct(status="completed", error=None)
-    clean = anyio.run(_recover, Plane([]), None, Phases(), record, None, None, None)
+    clean = anyio.run(_recover, Plane([]), Phases(), record, None, None, None)
     assert clean is True
-    failed = anyio.run(_recover, Plane(["orders_blocks: still mounted"]), None, Phases(), record, None, None, None)
+    failed = anyio.run(_recover, Plane(["orders_blocks: still mounted"]), Phases(), record, None, None, None)
     assert failed is False and record.status == "error"
-    assert anyio.run(_recover, None, None, Phases(), record, None, None, None) is False
+    assert anyio.run(_recover, None, Phases(), record, None, None, None) is False

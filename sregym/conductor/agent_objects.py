@@ -132,13 +132,15 @@ def changes(before: Snapshot, after: Snapshot, owned: set[tuple[str, str]]) -> l
 
 
 def remove(cluster: ClusterHandle, objects: list[AgentObject]) -> None:
-    """Delete each created object (cascading to what controllers made for it); note the outcome on it."""
+    """Delete each created object and wait until what controllers made for it is gone too (a
+    Deployment's pods outlive a background delete by their grace period, still running the agent's
+    code after the run said it removed them); note the outcome on it."""
     for obj in objects:
         if obj.change != "created":
             continue
         where = ["-n", obj.namespace] if obj.namespace else []
         proc = cluster.kube.kubectl("delete", f"{obj.resource}/{obj.name}", *where, "--ignore-not-found",
-                                    "--wait=true", f"--timeout={DELETE_TIMEOUT_S}s", check=False,
+                                    "--cascade=foreground", "--wait=true", f"--timeout={DELETE_TIMEOUT_S}s", check=False,
                                     timeout=DELETE_TIMEOUT_S + 30)
         obj.removed = proc.returncode == 0
         obj.error = None if obj.removed else (proc.stderr.strip() or proc.stdout.strip())[-300:]

@@ -36,10 +36,17 @@ def _exe_of(pid: int) -> str | None:
 
 
 def _is_zombie(pid: int) -> bool:
+    """A zombie has stopped running; only its parent has yet to reap it (this machine's PID 1
+    reaps orphans only every few seconds, so a killed orphan lingers as a zombie)."""
     try:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except (OSError, IndexError):
         return True
+
+
+def running(pid: int) -> bool:
+    """Whether ``pid`` names a process that still runs (a zombie does not)."""
+    return Path(f"/proc/{pid}").exists() and not _is_zombie(pid)
 
 
 def read_pid(paths: LocalPaths, name: str) -> tuple[int, str] | None:

@@ -32,6 +32,7 @@ from sregym.agentplane.plane import AgentPlane
 from sregym.agentplane.sandbox import NAMESPACE_PREFIX, Sandbox, api_server_endpoint, local_address_for_pods
 from sregym.apps.driver import DeployedApp
 from sregym.cluster.agent_access import revoke_agent_access
+from sregym.cluster.local.processes import running
 from sregym.conductor.agent import run_agent
 from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.journal import open_journals
@@ -283,7 +284,12 @@ def test_a_killed_conductor_leaves_no_agent_running_after_cleanup(cluster, workb
     assert not left, [p.metadata.name for p in left]
     assert not open_journals(tmp_path / "journal")
     # the conductor's helpers (the API proxy runs in a session of its own) were stopped by cleanup too
-    helpers = [pid for pid, what in proxies.items() if Path(f"/proc/{pid}").exists()]
+    # (a killed orphan is a zombie until PID 1 reaps it, seconds later here: a zombie does not run)
+    def helpers_running() -> list[int]:
+        return [pid for pid in proxies if running(pid)]
+
+    eventually(lambda: not helpers_running(), 10, 0.5)
+    helpers = helpers_running()
     assert not helpers, f"cleanup left the killed conductor's helpers running: {helpers}"
     revoke_agent_access(kube, app_namespace)  # the killed run had no fault intents naming it (a real run has)
 

@@ -4,7 +4,8 @@ pre-injection baseline, within tolerances, at every sample of the window.
 The PromQL comes from the app descriptor (``ctx.app``, from the apps layer) unless the problem
 gives ``slos`` itself; the baseline is what the conductor measured before injecting
 (``ctx.baseline``). No data counts as a failure: a workload that stopped sending traffic does not
-meet its SLO.
+meet its SLO. A latency SLO is always checked with the success rate: it counts answered requests
+only, so a service made to fail fast, or to hang past the client's timeout, would look fast.
 """
 
 from __future__ import annotations
@@ -19,13 +20,14 @@ from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError
 from sregym.core.record import CheckResult
 from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.slos import Slo, baseline_value, render, slos_from, within
+from sregym.oracles.slos import Slo, baseline_value, checked_slos, render, slos_from, within
 from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
 
 
 class SloParams(WindowParams):
     interval_seconds: float = Field(15.0, gt=0)
-    only: list[str] = Field(default_factory=list, description="check only these SLO names")
+    only: list[str] = Field(default_factory=list, description="check only these SLO names (a latency SLO brings "
+                            "the success rate with it: latency counts answered requests only)")
     slos: list[dict[str, Any]] = Field(default_factory=list,
                                        description="SLOs given inline ({name, query, kind, objective}); default: the app's")
     success_rate_tolerance: float = Field(0.02, ge=0, le=1, description="allowed absolute drop below the baseline")
@@ -54,9 +56,7 @@ class SloOracle(MitigationOracle):
     def check(self) -> CheckResult:
         p = self.params
         ns = p.namespace or self.ctx.namespace
-        slos = slos_from(p.slos) if p.slos else slos_from(self.ctx.app)
-        if p.only:
-            slos = [s for s in slos if s.name in p.only]
+        slos = checked_slos(slos_from(p.slos) if p.slos else slos_from(self.ctx.app), p.only)
         if not slos:
             return CheckResult(name=self.name, passed=False, message="no SLOs to check: the app descriptor defines "
                                "none (or params.only matched none); give params.slos")

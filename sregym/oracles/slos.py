@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from sregym.core.errors import UserInputError
 from sregym.core.promql import render_query
 
 
@@ -64,6 +65,25 @@ def slos_from(source: Any) -> list[Slo]:
         objective = _field(item, "objective", "target", "threshold")
         out.append(Slo(str(name), str(query), kind, float(objective) if objective is not None else None))  # type: ignore[arg-type]
     return out
+
+
+# What says that requests were answered at all: a latency SLO counts answered requests only, so a
+# service made to fail fast or to hang past the client's timeout looks fast again.
+ANSWERED_KINDS = ("success_rate", "availability", "error_rate")
+
+
+def checked_slos(slos: list[Slo], only: list[str]) -> list[Slo]:
+    """The SLOs to check: those named in ``only`` (all when empty), and with any latency SLO every
+    SLO of the answered-requests kinds, in the descriptor's order. A latency SLO alone would pass a
+    service that stopped answering; UserInputError when nothing could vouch for the answers."""
+    chosen = [s for s in slos if not only or s.name in only]
+    if not any(s.kind == "latency" for s in chosen):
+        return chosen
+    answered = [s for s in slos if s.kind in ANSWERED_KINDS]
+    if not answered:
+        raise UserInputError("a latency SLO needs a success-rate (or availability / error-rate) SLO beside it: "
+                             "latency counts answered requests only; add one to the app's slos or params.slos")
+    return [s for s in slos if s in chosen or s in answered]
 
 
 def render(query: str, namespace: str, rate_window: str) -> str:

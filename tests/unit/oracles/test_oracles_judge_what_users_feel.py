@@ -20,7 +20,7 @@ from sregym.core.constants import OBSERVABILITY_NAMESPACE
 from sregym.core.errors import UserInputError
 from sregym.oracles.fields import Condition
 from sregym.oracles.probes import weakened, workload_probes
-from sregym.oracles.slos import render
+from sregym.oracles.slos import checked_slos, render, slos_from
 
 READY = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 2}
 LIVE = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}
@@ -199,6 +199,23 @@ def test_the_load_generator_is_rendered_outside_the_app_namespace(app):
                                           "ports": [{"port": "http"}]}]
     # nothing else of the app leaves its namespace
     assert all(d["metadata"].get("namespace") in (None, spec.namespace) for d in docs if d not in loadgen)
+
+
+# -- latency counts only answered requests: it is evidence only alongside the success rate ---------
+
+def test_a_latency_slo_is_never_checked_without_the_success_rate():
+    """The gaming move: make the slow service fail fast (scale it away, break its port) or hang past
+    the client's timeout. Answered requests are fast again (errors answer quickly, timeouts are not
+    answered), so a latency-only SLO passes while users get errors (measured: hotel_geo_cpu_pressure
+    after restarting every pod, geo timing out, passed `only: [p95_latency_seconds]`)."""
+    app = slos_from({"slos": [{"name": "success_rate", "query": "r", "kind": "success_rate"},
+                              {"name": "p95_latency_seconds", "query": "l", "kind": "latency"},
+                              {"name": "throughput", "query": "t", "kind": "throughput"}]})
+    assert [s.name for s in checked_slos(app, ["p95_latency_seconds"])] == ["success_rate", "p95_latency_seconds"]
+    assert [s.name for s in checked_slos(app, ["success_rate"])] == ["success_rate"]
+    assert [s.name for s in checked_slos(app, [])] == ["success_rate", "p95_latency_seconds", "throughput"]
+    with pytest.raises(UserInputError, match="success-rate"):  # nothing to vouch for the latency
+        checked_slos([s for s in app if s.kind == "latency"], [])
 
 
 # -- problems: an end-to-end check wherever readiness was the only evidence ----------------------

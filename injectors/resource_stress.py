@@ -50,10 +50,14 @@ class ResourceStress(Injector[StressParams]):
         """In the target's cgroups the kubelet kills it with the pod; beside it on the node it stays."""
         return self.mechanism.name == IN_CGROUP.name
 
+    def dies_with_container(self) -> bool:
+        """In the container's own cgroup it goes when the container restarts (the pod's outlives it)."""
+        return self.mechanism.name == IN_CGROUP.name and self.params.cgroup == "container"
+
     def plan(self) -> dict[str, Any]:
         tc = pick_container(self.ctx, self.target)
         runner, pid = target_pid(self.ctx, tc)
-        token = "s" + hashlib.sha256(f"{tc.pod_uid}:{self.ctx.seed}:{self.mechanism.name}".encode()).hexdigest()[:12]
+        token = "s" + hashlib.sha256(f"{tc.container_id}:{self.ctx.seed}:{self.mechanism.name}".encode()).hexdigest()[:12]
         cgroups = cgroup_files(runner, pid) if self.mechanism.name == IN_CGROUP.name else []
         if self.params.cgroup == "pod":
             cgroups = [pod_level(f, tc.pod_uid) for f in cgroups]

@@ -217,6 +217,11 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         workload's pod template, so every new pod starts under it already."""
         return self.mechanism.name != SECCOMP.name
 
+    def dies_with_container(self) -> bool:
+        """The tracer's processes and the eBPF filter's cgroup are the container's: a restarted
+        container starts free of them."""
+        return self.mechanism.name != SECCOMP.name
+
     def plan(self) -> dict[str, Any]:
         p, m = self.params, self.mechanism.name
         if m == SECCOMP.name and (p.path or p.rate < 1):

@@ -107,6 +107,15 @@ class Persisted:
         return [k for k in self.copies if k not in self.replaced]
 
 
+def running_carriers(pods: list[dict]) -> tuple[set[str], set[str]]:
+    """The UIDs of ``pods``, and those UIDs with the ids of their running containers (what a copy's
+    ``carriers`` must all be among to hold)."""
+    uids = {p["metadata"]["uid"] for p in pods}
+    containers = {c["containerID"] for p in pods for c in (p.get("status") or {}).get("containerStatuses") or []
+                  if c.get("containerID") and "running" in (c.get("state") or {})}
+    return uids, uids | containers
+
+
 class FaultPlane:
     """Applies and removes the faults and noise of one run, journaling before each change."""
 
@@ -221,15 +230,16 @@ class FaultPlane:
                 pods = self.target_pods(first.injector)
             except SregymError:
                 pods = []  # none running yet (the replacement is starting): next poll
-            alive = {p["metadata"]["uid"] for p in pods}
+            alive_pods, alive = running_carriers(pods)
             added = []
             for old in kept.live():
-                carriers = self.active[old].injector.carrier_pods(self.active[old].intent.state)
-                if carriers <= alive:
+                if self._carriers(old) <= alive:
                     continue
+                # a pod still carries a copy only while that copy holds (a restarted container in
+                # the same pod gets the fault anew, planned on its new container)
                 taken = set().union(*(self.active[k].injector.carrier_pods(self.active[k].intent.state)
-                                      for k in kept.live()))
-                fresh = sorted(alive - taken)
+                                      for k in kept.live() if self._carriers(k) <= alive))
+                fresh = sorted(alive_pods - taken)
                 if len(kept.copies) >= MAX_COPIES:
                     kept.pending = f"{old}: pod gone; not re-applied ({MAX_COPIES} copies already)"
                     continue
@@ -238,6 +248,10 @@ class FaultPlane:
                     continue
                 added.append(self._reapply(key, kept, old, fresh))
             return added
+
+    def _carriers(self, key: str) -> set[str]:
+        act = self.active[key]
+        return act.injector.carriers(act.intent.state)
 
     def _reapply(self, key: str, kept: Persisted, old: str, fresh: list[str]) -> str:
         """Plan on one of the ``fresh`` pods, journal, inject. A copy whose inject failed is kept
@@ -272,11 +286,11 @@ class FaultPlane:
             for key, kept in self.persisted.items():
                 first = self.active[key]
                 try:
-                    alive = {p["metadata"]["uid"] for p in self.target_pods(first.injector)}
+                    _, alive = running_carriers(self.target_pods(first.injector))
                 except SregymError:
                     alive = set()
-                newest = self.active[kept.live()[-1]] if kept.live() else first
-                if not newest.injector.carrier_pods(newest.intent.state) <= alive:
+                newest = kept.live()[-1] if kept.live() else first.intent.key
+                if not self._carriers(newest) <= alive:
                     missing.append(f"{key} ({kept.pending or 'not re-applied yet'})")
         return not missing, "; ".join(missing)
 

@@ -163,6 +163,22 @@ class Injector(abc.ABC, Generic[P]):
         uid = container.get("pod_uid") if isinstance(container, dict) else None
         return {uid} if uid else set()
 
+    def dies_with_container(self) -> bool:
+        """Whether this fault also goes when its container restarts in the same pod (a process in
+        the container's cgroup, a tracer on its processes, a filter on its cgroup): the kubelet
+        kills the container's cgroup and starts a new one. Default: False (a pod's network
+        namespace, volumes and objects outlive its containers)."""
+        return False
+
+    def carriers(self, state: dict[str, Any]) -> set[str]:
+        """What must still run for this planned fault to hold: its carrier pods' UIDs and, when it
+        dies with its container, that container's id (as the pod status gives it)."""
+        found = set(self.carrier_pods(state))
+        container = state.get("container")
+        if self.dies_with_container() and isinstance(container, dict) and container.get("container_id"):
+            found.add(container["container_id"])
+        return found
+
     # -- lifecycle ---------------------------------------------------------------------------
     def plan(self) -> dict[str, Any]:
         """Read the world and decide everything ``recover`` needs. No change allowed here."""

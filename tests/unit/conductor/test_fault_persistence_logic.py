@@ -142,3 +142,48 @@ def test_cleanup_after_a_killed_run_recovers_the_reapplied_copies(world: Path, t
     results = cleanup_all(lambda header: None, directory=directory)
     assert [(r.recovered, r.errors, r.closed) for r in results] == [(["cut#2", "cut"], [], True)]
     assert pods(world) == {"pod-2": []}
+
+
+# -- a fault that lives in the container goes with a container restart in the same pod ----------
+
+def test_a_restarted_container_gets_a_container_scoped_fault_again(tmp_path: Path):
+    """Measured: a geo container restarted (its liveness probe failed under the stress) came back
+    without the stress-ng of its old cgroup, and the pod's uid never changed, so nothing re-applied
+    it and the SLO oracle passed with the fault "in place". The carrier is the container."""
+    import_path(FAKES)
+    world = tmp_path / "containers.json"
+    world.write_text(json.dumps({"pod-1": {"container": "containerd://a", "rules": []}}))
+
+    def listed(_inj):
+        return [{"metadata": {"uid": uid}, "status": {"containerStatuses": [
+            {"name": "geo", "containerID": pod["container"], "state": {"running": {}}}]}}
+            for uid, pod in json.loads(world.read_text()).items()]
+
+    def restart_container(new_id: str) -> None:
+        data = json.loads(world.read_text())
+        data["pod-1"] = {"container": new_id, "rules": []}
+        world.write_text(json.dumps(data))
+
+    journal = Journal("p9", tmp_path / "journal")
+    plane = FaultPlane(journal=journal, kube=None, app_namespace="app", run_id="p9", run_seed=1,
+                       target_pods=listed, watch_interval=0.05)
+
+    def rules() -> list[str]:
+        return json.loads(world.read_text())["pod-1"]["rules"]
+
+    async def go():
+        await plane.start(key="cpu", kind="fault", injector="unit_container_rule", params={"file": str(world)},
+                          target=Selector(kind="Deployment", name="geo"))
+        assert rules() == ["stress"]
+        assert plane.in_place()[0]
+        restart_container("containerd://b")
+        await eventually(lambda: rules() == ["stress"] and len(plane.reapplied) == 1)
+        assert plane.reapplied[0]["pods"] == ["pod-1"]  # the same pod, planned on its new container
+        assert plane.active["cpu#2"].intent.state["container"]["container_id"] == "containerd://b"
+        assert plane.in_place()[0] and (await plane.verify("cpu", timeout=1)).ok
+        await anyio.sleep(0.3)  # several polls: a copy that holds is not applied twice
+        assert len(plane.reapplied) == 1
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+    assert rules() == []

@@ -131,13 +131,13 @@ func requestParams(r *http.Request) (url.Values, error) {
 // different values are, since Prometheus would pick one and the view might have sealed the other).
 func single(params url.Values, name string) (string, bool, error) {
 	vs := params[name]
-	for _, v := range vs[min(len(vs), 1):] {
+	if len(vs) == 0 {
+		return "", false, nil
+	}
+	for _, v := range vs[1:] {
 		if v != vs[0] {
 			return "", false, fmt.Errorf("parameter %q is given %d times with different values", name, len(vs))
 		}
-	}
-	if len(vs) == 0 {
-		return "", false, nil
 	}
 	return vs[0], true, nil
 }

@@ -44,7 +44,7 @@ func servePrometheus(listen, upstream string, hidden []string) {
 		fail("-prometheus needs a URL and at least one -hide-namespace")
 	}
 	logger := log.New(os.Stderr, "agentproxy: ", log.LstdFlags)
-	v := &PromView{Upstream: target, Filter: NewFilter(hidden), Log: logger,
+	v := &PromView{Upstream: target, Filter: NewFilter(hidden), Sealer: NewSealer(hidden), Log: logger,
 		Transport: &http.Transport{Proxy: nil, DisableCompression: true, IdleConnTimeout: 90 * time.Second}}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

@@ -1,7 +1,9 @@
 package main
 
 // The agent's view of Prometheus: only the query API (instant and range queries, series, label
-// names and values, metric metadata), with every series of a hidden namespace removed. Targets,
+// names and values, metric metadata), with every series of a hidden namespace removed twice: the
+// request's PromQL is rewritten so Prometheus never selects such a series (promql.go), and the
+// answer is filtered by label as a second layer. Targets,
 // service discovery, status (which shows the scrape configuration), admin, federation, rules and
 // alerts are not served: they describe the grader's Prometheus, not the system under test.
 
@@ -21,6 +23,7 @@ import (
 type PromView struct {
 	Upstream  *url.URL
 	Filter    *Filter
+	Sealer    *Sealer
 	Transport http.RoundTripper
 	Log       interface{ Printf(string, ...any) }
 }
@@ -64,6 +67,10 @@ func (v *PromView) handler() http.Handler {
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodPost {
 			promError(w, http.StatusMethodNotAllowed, "bad_data", "GET or POST only")
+			return
+		}
+		if err := v.Sealer.rewriteRequest(r); err != nil {
+			promError(w, http.StatusBadRequest, "bad_data", err.Error())
 			return
 		}
 		r.RequestURI = ""

@@ -16,7 +16,7 @@ func startProm(t *testing.T, up *upstream) *httptest.Server {
 	api := httptest.NewServer(up)
 	t.Cleanup(api.Close)
 	target, _ := url.Parse(api.URL)
-	v := &PromView{Upstream: target, Filter: NewFilter([]string{"node-ops"}), Transport: http.DefaultTransport,
+	v := &PromView{Upstream: target, Filter: NewFilter([]string{"node-ops"}), Sealer: NewSealer([]string{"node-ops"}), Transport: http.DefaultTransport,
 		Log: log.New(os.Stderr, "test: ", 0)}
 	srv := httptest.NewServer(v.handler())
 	t.Cleanup(srv.Close)
@@ -76,5 +76,181 @@ func TestHiddenSeriesAreRemoved(t *testing.T) {
 		if p == "/api/v1/query?query=up" && strings.Contains(got, "agent-x") {
 			t.Errorf("hidden series kept: %s", got)
 		}
+	}
+}
+
+// seen records what reached the stand-in Prometheus: method, query string, form body.
+type seen struct {
+	method, rawQuery, body, contentType string
+	form                                url.Values // query string and body, as Prometheus reads them
+}
+
+type recordingProm struct{ got []seen }
+
+func (p *recordingProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	form, _ := url.ParseQuery(r.URL.RawQuery)
+	if r.Method == http.MethodPost {
+		inBody, _ := url.ParseQuery(string(body))
+		for k, vs := range inBody {
+			form[k] = append(form[k], vs...)
+		}
+	}
+	p.got = append(p.got, seen{r.Method, r.URL.RawQuery, string(body), r.Header.Get("Content-Type"), form})
+	w.Header().Set("Content-Type", "application/json")
+	io.WriteString(w, `{"status":"success","data":[]}`)
+}
+
+func startRecording(t *testing.T) (*recordingProm, *httptest.Server) {
+	t.Helper()
+	rec := &recordingProm{}
+	api := httptest.NewServer(rec)
+	t.Cleanup(api.Close)
+	target, _ := url.Parse(api.URL)
+	v := &PromView{Upstream: target, Filter: NewFilter(testHidden), Sealer: NewSealer(testHidden),
+		Transport: http.DefaultTransport, Log: log.New(os.Stderr, "test: ", 0)}
+	srv := httptest.NewServer(v.handler())
+	t.Cleanup(srv.Close)
+	return rec, srv
+}
+
+func send(t *testing.T, method, u, body string) (int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, u, strings.NewReader(body))
+	if body != "" {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestQueriesAreRewrittenBeforePrometheusSeesThem(t *testing.T) {
+	agg := url.QueryEscape(`sum by (pod) (rate(container_cpu_usage_seconds_total[1m]))`)
+	cases := []struct{ method, path, body string }{
+		{"GET", "/api/v1/query?query=" + agg + "&time=1700000000", ""},
+		{"POST", "/api/v1/query", "query=" + agg + "&time=1700000000"},
+		{"POST", "/api/v1/query?time=1700000000", "query=" + agg},
+		{"POST", "/api/v1/query?query=" + agg, ""},
+		{"GET", "/api/v1/query_range?query=" + agg + "&start=1&end=2&step=1", ""},
+		{"POST", "/api/v1/query_range", "query=" + agg + "&start=1&end=2&step=1"},
+	}
+	for _, c := range cases {
+		rec, srv := startRecording(t)
+		if code, body := send(t, c.method, srv.URL+c.path, c.body); code != 200 || len(rec.got) != 1 {
+			t.Errorf("%s %s %s: %d %s", c.method, c.path, c.body, code, body)
+			continue
+		}
+		got := rec.got[0]
+		if len(got.form["query"]) != 1 {
+			t.Errorf("%s %s: forwarded %v", c.method, c.path, got.form)
+			continue
+		}
+		assertSealed(t, c.path, got.form["query"][0])
+		if got.method == "POST" && (got.rawQuery != "" || got.contentType != "application/x-www-form-urlencoded") {
+			t.Errorf("POST forwarded with a query string %q or a body of type %q", got.rawQuery, got.contentType)
+		}
+		for _, p := range []string{"time", "start", "end", "step"} {
+			if strings.Contains(c.path+c.body, p+"=") && len(got.form[p]) != 1 {
+				t.Errorf("%s %s: %s lost: %v", c.method, c.path, p, got.form)
+			}
+		}
+	}
+}
+
+func TestAmbiguousOrUnreadableRequestsAreRefused(t *testing.T) {
+	up, hidden := url.QueryEscape("up"), url.QueryEscape(`count by (pod) (kube_pod_info)`)
+	cases := []struct{ method, path, body, ct string }{
+		{"GET", "/api/v1/query?query=" + up + "&query=" + hidden, "", ""},
+		{"POST", "/api/v1/query?query=" + up, "query=" + hidden, "application/x-www-form-urlencoded"},
+		{"POST", "/api/v1/query", "query=" + up + "&query=" + hidden, "application/x-www-form-urlencoded"},
+		{"GET", "/api/v1/query?query=" + up + "&time=1&time=2", "", ""},
+		{"GET", "/api/v1/query?query=up;query=" + hidden, "", ""},
+		{"GET", "/api/v1/query?query=%zz", "", ""},
+		{"POST", "/api/v1/query", `{"query":"up"}`, "application/json"},
+		{"POST", "/api/v1/query", "--x\r\nContent-Disposition: form-data; name=\"query\"\r\n\r\nup\r\n--x--\r\n",
+			"multipart/form-data; boundary=x"},
+		{"POST", "/api/v1/query", "query=" + strings.Repeat("up+%2B+", 300000) + "up", "application/x-www-form-urlencoded"},
+		{"GET", "/api/v1/query?query=" + url.QueryEscape(`sum by (pod) (`), "", ""},
+		{"GET", "/api/v1/query_range?start=1&end=2&step=1", "", ""},
+		{"GET", "/api/v1/series?match[]=" + url.QueryEscape(`sum(up)`), "", ""},
+		{"GET", "/api/v1/label/pod/values?match[]=", "", ""},
+	}
+	for _, c := range cases {
+		rec, srv := startRecording(t)
+		req, _ := http.NewRequest(c.method, srv.URL+c.path, strings.NewReader(c.body))
+		if c.ct != "" {
+			req.Header.Set("Content-Type", c.ct)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 400 || len(rec.got) != 0 || !strings.Contains(string(b), `"errorType":"bad_data"`) ||
+			!strings.Contains(string(b), `"status":"error"`) {
+			t.Errorf("%s %s %.80s: %d forwarded=%d %s", c.method, c.path, c.body, resp.StatusCode, len(rec.got), b)
+		}
+	}
+}
+
+func TestAParseErrorHasPrometheusShapeAndTheParsersMessage(t *testing.T) {
+	_, srv := startRecording(t)
+	code, body := send(t, "GET", srv.URL+"/api/v1/query?query="+url.QueryEscape(`sum by (pod) (`), "")
+	if code != 400 || !strings.Contains(body, `invalid parameter \"query\": 1:15: parse error`) {
+		t.Errorf("%d %s", code, body)
+	}
+}
+
+func TestSeriesAndLabelSelectorsAreSealed(t *testing.T) {
+	rec, srv := startRecording(t)
+	m1, m2 := url.QueryEscape(`{pod=~"fault.*"}`), url.QueryEscape(`kube_pod_info{namespace="node-ops"}`)
+	requests := []struct{ method, path, body string }{
+		{"GET", "/api/v1/series?match[]=" + m1 + "&match[]=" + m2 + "&start=1", ""},
+		{"POST", "/api/v1/series?match[]=" + m1, "match[]=" + m2},
+		{"GET", "/api/v1/labels?match[]=" + m1, ""},
+		{"POST", "/api/v1/label/pod/values", "match[]=" + m1 + "&match[]=" + m2},
+		{"GET", "/api/v1/labels", ""},
+		{"GET", "/api/v1/label/pod/values?start=1&end=2", ""},
+		{"POST", "/api/v1/label/__name__/values", ""},
+	}
+	wantMatches := []int{2, 2, 1, 2, 1, 1, 1}
+	for i, c := range requests {
+		if code, body := send(t, c.method, srv.URL+c.path, c.body); code != 200 {
+			t.Fatalf("%s %s: %d %s", c.method, c.path, code, body)
+		}
+		got := rec.got[len(rec.got)-1]
+		if len(got.form["match[]"]) != wantMatches[i] {
+			t.Errorf("%s %s: forwarded match[] %v", c.method, c.path, got.form["match[]"])
+		}
+		for _, sel := range got.form["match[]"] {
+			assertSealed(t, c.path, sel)
+		}
+	}
+}
+
+func TestOnlyKnownParametersAreForwarded(t *testing.T) {
+	rec, srv := startRecording(t)
+	send(t, "GET", srv.URL+"/api/v1/query?query=up&time=5&timeout=10s&stats=all&x=1&match[]=up&_=2", "")
+	got := rec.got[0].form
+	for _, p := range []string{"x", "match[]", "_"} {
+		if _, ok := got[p]; ok {
+			t.Errorf("%s forwarded: %v", p, got)
+		}
+	}
+	for _, p := range []string{"query", "time", "timeout", "stats"} {
+		if len(got[p]) != 1 {
+			t.Errorf("%s not forwarded: %v", p, got)
+		}
+	}
+	// metadata carries no selector: forwarded as asked
+	send(t, "GET", srv.URL+"/api/v1/metadata?metric=up&limit=3", "")
+	if q := rec.got[1].rawQuery; q != "metric=up&limit=3" {
+		t.Errorf("metadata query %q", q)
 	}
 }

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import json
 import re
+import urllib.error
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import anyio
@@ -22,6 +25,8 @@ from sregym.cluster.kube import Kube
 from sregym.cluster.local.paths import LocalPaths
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.injectors import INJECTORS
+
+from polling import eventually
 
 pytestmark = pytest.mark.cluster
 
@@ -137,3 +142,60 @@ def test_the_raw_kubeconfig_cannot_reach_the_fault_plane(agent_kubeconfig, app) 
     pods = agent.core.list_pod_for_all_namespaces().items
     assert pods and not any(p.metadata.namespace == HIDDEN_NAMESPACE for p in pods)
     assert HIDDEN_NAMESPACE not in {n.metadata.name for n in agent.core.list_namespace().items}
+
+
+def _prometheus(base: str, path: str, **params: str) -> dict:
+    with urllib.request.urlopen(f"{base}{path}?{urllib.parse.urlencode(params)}", timeout=30) as r:  # noqa: S310
+        return json.loads(r.read())
+
+
+def test_the_prometheus_view_leaves_hidden_namespaces_out_of_aggregations(app, stack) -> None:
+    """The view rewrites every query before Prometheus evaluates it, so an aggregation that drops the
+    namespace label (sum/count/group by pod, topk, label_replace) cannot name or count a hidden
+    namespace's pods. This Prometheus holds no series of the fault plane's namespace (its scrape
+    configuration drops them: excludedNamespaces), so to see the rewrite remove real series the view
+    here also hides the app's namespace, whose web pod Prometheus does scrape."""
+    prometheus = stack["prometheus"]
+    aggregates = [
+        "count by (namespace, pod) (up or container_cpu_usage_seconds_total)",
+        "sum by (pod) (rate(container_cpu_usage_seconds_total[1m]))",
+        "count by (pod) (up)",
+        'group by (pod) (label_replace({__name__=~"container_.+", namespace=~".*"}, "namespace", "x", "", ""))',
+        'topk(1000, count by (pod) ({__name__=~"container_.+|up"}))',
+    ]
+
+    def series(base: str, query: str) -> list[dict]:
+        answer = _prometheus(base, "/api/v1/query", query=query)
+        assert answer["status"] == "success", answer
+        return [s["metric"] for s in answer["data"]["result"]]
+
+    def pods(base: str, query: str) -> set[str]:
+        return {m.get("pod", "") for m in series(base, query)}
+
+    def named_in_every_raw_answer() -> set[str]:
+        ours = {m["pod"] for m in series(prometheus, aggregates[0])
+                if m.get("namespace") == app.namespace and m.get("pod")}
+        for query in aggregates[1:]:
+            ours &= pods(prometheus, query)
+        return ours
+
+    # the raw Prometheus names the app's pod in every aggregate once it has scraped it (its cAdvisor
+    # series twice, for rate; its own target, which discovery adds a little later, once)
+    web_pods = eventually(named_in_every_raw_answer, 120, 3,
+                          what=f"Prometheus scraping the web pod of {app.namespace}")
+    with PrometheusView(prometheus, hidden_namespaces=(HIDDEN_NAMESPACE, app.namespace)) as view:
+        for query in aggregates:
+            seen = pods(view.url, query)
+            assert seen - {""}, f"{query}: the view answered nothing"  # other namespaces' pods stay
+            assert not seen & (web_pods | {app.hidden_pod}), f"{query} through the view shows {seen & web_pods}"
+        count = _prometheus(view.url, "/api/v1/query", query=f'count(up{{namespace="{app.namespace}"}})')
+        assert count["data"]["result"] == []  # counted as nothing, not as a number
+        values = _prometheus(view.url, "/api/v1/label/pod/values")["data"]
+        found = _prometheus(view.url, "/api/v1/series", **{"match[]": '{pod=~"web-.+"}'})["data"]
+        assert values and not web_pods & set(values)
+        assert not web_pods & {s.get("pod") for s in found}
+        refused = urllib.request.Request(f"{view.url}/api/v1/query?query=sum%20by%20(pod)%20(", method="GET")
+        with pytest.raises(urllib.error.HTTPError) as bad:
+            urllib.request.urlopen(refused, timeout=10)  # noqa: S310
+        assert bad.value.code == 400 and json.loads(bad.value.read())["errorType"] == "bad_data"
+    assert web_pods <= set(_prometheus(prometheus, "/api/v1/label/pod/values")["data"])

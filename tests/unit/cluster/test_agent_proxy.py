@@ -4,7 +4,6 @@ proxy binary, built from the repository; the live tests are in tests/integration
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import ssl
 import subprocess
@@ -20,7 +19,7 @@ import pytest
 import yaml
 
 from sregym.cluster.agent_proxy import AgentApiProxy
-from sregym.cluster.binaries import AGENT_PROXY_SOURCE, agent_proxy_binary
+from sregym.cluster.binaries import AGENT_PROXY_SOURCE, agent_proxy_binary, agent_proxy_go_env
 from sregym.cluster.pki import ClusterPKI
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="Go builds the proxy (scripts/install.sh installs it)")
@@ -28,8 +27,7 @@ pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="Go builds th
 
 def test_go_tests_of_the_filter_and_handler_pass() -> None:
     proc = subprocess.run(["go", "test", "-count=1", "./..."], cwd=AGENT_PROXY_SOURCE, capture_output=True, text=True,
-                          env=dict(os.environ, GOFLAGS="-buildvcs=false", GOTOOLCHAIN="local", GOPROXY="off"),
-                          timeout=300)
+                          env=agent_proxy_go_env(), timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
@@ -41,6 +39,21 @@ def test_the_binary_is_keyed_by_its_sources(tmp_path) -> None:
     assert agent_proxy_binary(copy) != agent_proxy_binary()
     (copy / "extra_test.go").write_text("package main\n")  # tests do not change the binary
     assert agent_proxy_binary(copy) == agent_proxy_binary(copy)
+    before = agent_proxy_binary(copy)
+    (copy / "go.sum").write_text((copy / "go.sum").read_text() + "\n")  # the pinned dependencies do
+    assert agent_proxy_binary(copy) != before
+
+
+def test_the_proxys_dependencies_are_pinned_and_packaged() -> None:
+    """The PromQL parser is the version of the Prometheus the view serves, checked against go.sum."""
+    import tomllib
+
+    gomod = (AGENT_PROXY_SOURCE / "go.mod").read_text()
+    assert "github.com/prometheus/prometheus v0.42.0" in gomod  # Debian bookworm's Prometheus 2.42.0
+    assert "github.com/prometheus/prometheus v0.42.0 h1:" in (AGENT_PROXY_SOURCE / "go.sum").read_text()
+    assert "-mod=readonly" in agent_proxy_go_env()["GOFLAGS"]
+    package_data = tomllib.loads((AGENT_PROXY_SOURCE.parents[2] / "pyproject.toml").read_text())
+    assert "agentproxy/go.sum" in package_data["tool"]["setuptools"]["package-data"]["sregym.cluster"]
 
 
 class StandInAPI(BaseHTTPRequestHandler):

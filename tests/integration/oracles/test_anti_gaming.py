@@ -94,15 +94,7 @@ def matrix_cases(problems: list, selection: str) -> list:
 
 # Cells measured failing on the merged tree and not yet fixed: they run, and must keep failing until
 # fixed (strict), so the gap is on record in every CI run rather than hidden.
-KNOWN_OPEN = {
-    ("latent_sector_error", "restart_every_pod"): pytest.mark.xfail(strict=True, reason=(
-        "open (2026-11-26): deleting every pod of the app at once leaves the orders file readable, while "
-        "restarting the database alone keeps it bad (test_lite_validates); measured: the FUSE mount is "
-        "still on the file in the new container, so the bad blocks were cleared by a write covering them "
-        "(sectorfs remaps a block on a full write, as dm-dust and disks do), presumably PostgreSQL "
-        "rewriting the hot orders page (from WAL or its buffers) through the mount; the fix is in the "
-        "problem (bad blocks under data the database does not rewrite), not the fault plane")),
-}
+KNOWN_OPEN: dict[tuple[str, str], object] = {}
 
 
 CASES = matrix_cases(catalog_problems(), os.environ.get("SREGYM_ANTIGAMING_CASES", "full"))

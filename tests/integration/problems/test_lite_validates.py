@@ -58,7 +58,7 @@ def run_latent_sector_error(cluster, tmp_path: Path, agent: str) -> RunRecord:
 
 def assert_complete(record: RunRecord) -> None:
     assert record.problem_id == "latent_sector_error" and record.status == "completed"
-    assert record.mechanisms.get("orders_blocks") in ("fuse-bad-blocks", "dm-dust")
+    assert record.mechanisms.get("archive_blocks") in ("fuse-bad-blocks", "dm-dust")
     assert set(record.phases) >= {"prepare", "baseline", "inject", "agent", "grade", "recover"}
     assert record.timeline and all(ev.ok for ev in record.timeline if ev.kind == "fault")
     assert record.trajectory.submission("mitigation") is not None

@@ -44,6 +44,19 @@ def test_latent_sector_error_needs_the_data_moved_not_a_restart(problems):
     assert "restart" not in p.alert.lower()
 
 
+def test_latent_sector_error_bad_blocks_lie_under_cold_data(problems):
+    """The blocks must sit under data the database never rewrites (a write covering a bad block
+    remaps it, on a disk as in dm-dust and sectorfs): the order archives in pg_largeobject, whose
+    file name is fixed in every shop database, written once and frozen, mid-file (not the last
+    page, which grows), explicit so every run breaks the same shoppers' pages."""
+    fault = problems["latent_sector_error"].faults[0]
+    [path] = fault.params["paths"]
+    assert path.endswith("/base/16384/2613")  # pg_largeobject of the shop database
+    blocks = fault.params["blocks"]
+    assert blocks and all(20 <= b <= 240 for b in blocks)  # the file has 268 blocks of 4 KiB
+    assert problems["latent_sector_error"].oracles.mitigation[0].params["path"] == path
+
+
 def test_required_config_and_kubernetes_faults_exist(problems):
     used = {(f.injector, p.tags.failure_mode) for p in problems.values() for f in p.faults}
     injectors = {i for i, _ in used}

@@ -1,10 +1,11 @@
-"""api: catalog (PostgreSQL behind a Redis cache), carts (Redis) and orders (PostgreSQL, then queued
-to NATS for the workers).
+"""api: catalog (PostgreSQL behind a Redis cache), carts (Redis), orders (PostgreSQL, then queued
+to NATS for the workers) and each shopper's order history (archive exports in PostgreSQL).
 
 CART_PRICE_REFRESH makes the cart view re-read current prices from the database instead of the
 cached catalog; CATALOG_SORT_BY_NAME lists products by name instead of id; CART_ITEMS_SORTED lists
 cart items by product id."""
 
+import gzip
 import json
 import logging
 
@@ -110,6 +111,18 @@ async def get_order(request: web.Request) -> web.Response:
     return web.json_response(dict(rows[0]))
 
 
+async def order_history(request: web.Request) -> web.Response:
+    """A shopper's archived orders (the newest ten and totals), read from their archive export."""
+    rows = await postgres.fetch(request.app, SERVICE, "order_history",
+                                "SELECT lo_get(export) AS export FROM order_archives WHERE customer = $1",
+                                request.match_info["user"])
+    if not rows:
+        return web.json_response({"orders": [], "count": 0, "totalCents": 0})
+    orders = json.loads(gzip.decompress(rows[0]["export"]))
+    return web.json_response({"orders": orders[-10:], "count": len(orders),
+                              "totalCents": sum(o["totalCents"] for o in orders)})
+
+
 def main() -> None:
     telemetry.setup(SERVICE)
     app = svcweb.make_app(SERVICE)
@@ -122,4 +135,5 @@ def main() -> None:
     app.router.add_get("/carts/{user}", view_cart)
     app.router.add_post("/carts/{user}/checkout", checkout)
     app.router.add_get("/orders/{id}", get_order)
+    app.router.add_get("/customers/{user}/orders/archive", order_history)
     svcweb.run(app)

@@ -1,4 +1,4 @@
-"""The shop workload: browsing, product pages, carts and checkouts by fifty shoppers."""
+"""The shop workload: browsing, product pages, carts, checkouts and order histories by fifty shoppers."""
 
 import random
 
@@ -19,8 +19,10 @@ ENDPOINTS = {
     "view_cart": lambda rng: Call("GET", f"/cart/{_user(rng)}"),
     # an empty cart answers 400: a shopper's mistake, not a failure of the shop
     "checkout": lambda rng: Call("POST", f"/cart/{_user(rng)}/checkout", ok_statuses=(201, 400)),
+    "order_history": lambda rng: Call("GET", f"/account/{_user(rng)}/orders"),
 }
-DEFAULT_MIX = {"home": 0.4, "product": 0.25, "add_to_cart": 0.15, "view_cart": 0.1, "checkout": 0.1}
+DEFAULT_MIX = {"home": 0.35, "product": 0.2, "add_to_cart": 0.15, "view_cart": 0.1, "checkout": 0.1,
+               "order_history": 0.1}
 
 
 def main() -> None:

@@ -45,6 +45,10 @@ async def checkout(request: web.Request) -> web.Response:
     return web.json_response(placed, status=201)
 
 
+async def order_history(request: web.Request) -> web.Response:
+    return web.json_response(await _api(request).call("GET", f"/customers/{request.match_info['user']}/orders/archive"))
+
+
 def main() -> None:
     telemetry.setup(SERVICE)
     app = svcweb.make_app(SERVICE)
@@ -54,4 +58,5 @@ def main() -> None:
     app.router.add_post("/cart/{user}", add_to_cart)
     app.router.add_get("/cart/{user}", cart)
     app.router.add_post("/cart/{user}/checkout", checkout)
+    app.router.add_get("/account/{user}/orders", order_history)
     svcweb.run(app)

@@ -122,6 +122,13 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         below_the_pod = state.get("mechanism") == FUSE.name and all(f.get("node_path") for f in state["files"])
         return set() if below_the_pod else super().carrier_pods(state)
 
+    def carriers(self, state: dict[str, Any]) -> set[str]:
+        """A mount made in the container's mount namespace also goes when the container restarts in
+        the same pod (its new container gets a fresh mount namespace): carried by the container too."""
+        pods = self.carrier_pods(state)
+        container_id = (state.get("container") or {}).get("container_id")
+        return pods | ({container_id} if pods and container_id else set())
+
     def plan(self) -> dict[str, Any]:
         if any(not p.startswith("/") for p in self.params.paths):
             raise UserInputError("params.paths: give absolute paths inside the container")
@@ -135,7 +142,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
             size = int(proc.stdout)
             blocks = self.params.blocks or choose_blocks(self.ctx.seed, path, size, self.params.block_size,
                                                          self.params.count)
-            token = "v" + hashlib.sha256(f"{tc.pod_uid}:{path}".encode()).hexdigest()[:12]
+            token = "v" + hashlib.sha256(f"{tc.container_id}:{path}".encode()).hexdigest()[:12]
             node_ns, node_path = "", ""
             if self.mechanism.name == FUSE.name:
                 found = runner.run(["python3", "-c", _NODE_PATH, str(pid), path], check=False).stdout.split(" ", 1)

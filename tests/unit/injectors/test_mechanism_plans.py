@@ -131,3 +131,9 @@ def test_bad_blocks_outlive_a_restart_unless_they_live_in_the_pod():
     assert lse.carrier_pods({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f", ""),
                              "container": container}) == {"u1"}
     assert lse.carrier_pods({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container}) == {"u1"}
+    # a mount made in the container's mount namespace goes with a restarted container too; the
+    # node's mount is carried by neither
+    container = {"pod_uid": "u1", "container_id": "containerd://c1"}
+    assert lse.carriers({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container}) == {
+        "u1", "containerd://c1"}
+    assert lse.carriers({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container}) == set()

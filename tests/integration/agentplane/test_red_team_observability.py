@@ -128,7 +128,8 @@ def attack(cluster, stack, tmp_path_factory):
     def result() -> str | None:
         for pod in kube.core.list_namespaced_pod(ns, label_selector="app=probe").items:
             try:
-                log = kube.core.read_namespaced_pod_log(pod.metadata.name, ns)
+                # a started container that has printed nothing yet has an empty log: the client says None
+                log = kube.core.read_namespaced_pod_log(pod.metadata.name, ns) or ""
             except ApiException:  # not started yet
                 continue
             return next((x.removeprefix("RESULT ") for x in log.splitlines() if x.startswith("RESULT ")), None)

@@ -25,14 +25,7 @@ func startProm(t *testing.T, up *upstream) *httptest.Server {
 
 func fetch(t *testing.T, method, u string) (int, string) {
 	t.Helper()
-	req, _ := http.NewRequest(method, u, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	return send(t, method, u, "")
 }
 
 func TestOnlyTheQueryAPIIsServed(t *testing.T) {

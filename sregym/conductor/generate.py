@@ -85,7 +85,9 @@ _NEEDS: dict[str, Callable[[Target], bool]] = {
     and t.datastore.engine in ("redis", "postgresql") and bool(t.datastore.credentials_secret),
     "latent_sector_error": _persistent,
     "disk_full": _persistent,
-    "load_surge": lambda t: t.role == "loadgen",
+    # The SLO load generator (in the loadgen namespace) is the grader's measuring instrument: a
+    # surge there would change what the SLOs measure. A surge needs its own client (issue 19).
+    "load_surge": lambda t: False,
     # the primitive moves a Deployment's claim; our persistent stores are StatefulSets
     "pvc_problem": lambda t: _persistent(t) and t.kind == "Deployment",
     # needs a workload whose ServiceAccount is bound to Roles; the descriptors name none

@@ -38,9 +38,10 @@ def test_password_rotation_only_targets_stores_with_a_credentials_secret(pairs):
         "online-shop/StatefulSet/shop-redis"}
 
 
-def test_load_surge_only_targets_load_generators_and_nothing_else_does(pairs):
-    assert refs(pairs, "load_surge") == {"hotel-reservation/Deployment/loadgen", "online-shop/Deployment/loadgen"}
-    assert not [c for c in pairs if c.target.role == "loadgen" and c.injector != "load_surge"]
+def test_no_generated_problem_touches_the_slo_load_generator(pairs):
+    # it is the grader's measuring instrument (and runs in its own namespace, not the app's)
+    assert refs(pairs, "load_surge") == set()
+    assert not [c for c in pairs if c.target.role == "loadgen"]
 
 
 def test_kinds_follow_each_injectors_targets(pairs):

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,9 +24,79 @@ import yaml
 from sregym.core.kubectl_args import KubectlArgsError, KubectlCall, parse_kubectl
 from sregym.core.trajectory import ToolCall
 
-# kubectl commands that change nothing the grader judges: looking inside a pod, a throwaway pod
-# (but `debug --copy-to=X --replace` deletes the pod it copies).
+# kubectl commands that change nothing the grader judges: a throwaway pod (but `debug --copy-to=X
+# --replace` deletes the pod it copies) and looking inside a pod (but an `exec` whose command may
+# change the container, `kill 1` or `rm`, is a write on that pod: see ``exec_only_reads``).
 INVESTIGATION = frozenset({"exec", "debug", "run"})
+# Programs that only read, run inside a pod by `exec`; with the flags that would make one write.
+# Anything else (a shell script not read, kill, rm, a database client, awk...) may change the pod.
+_READING_PROGRAMS = frozenset({
+    "cat", "head", "tail", "ls", "stat", "df", "du", "ps", "top", "env", "printenv", "id", "whoami",
+    "hostname", "uname", "date", "uptime", "free", "vmstat", "iostat", "netstat", "ss", "nslookup", "dig",
+    "host", "getent", "ping", "traceroute", "wc", "grep", "egrep", "fgrep", "sort", "uniq", "cut", "echo",
+    "printf", "true", "pwd", "which", "find", "curl", "wget", "nc", "mount", "lsof", "file", "md5sum",
+    "sha256sum", "journalctl", "dmesg"})
+_WRITING_FLAGS = {
+    "find": ("-delete", "-exec", "-execdir", "-ok", "-okdir", "-fprint", "-fprint0", "-fprintf", "-fls"),
+    "curl": ("-X", "--request", "-d", "--data", "--data-raw", "--data-binary", "--data-urlencode", "-F",
+             "--form", "-T", "--upload-file", "-o", "--output", "-O", "--remote-name", "-K", "--config"),
+    "wget": ("--post-data", "--post-file", "--method", "--body-data", "--body-file", "-o", "--output-file",
+             "-O", "--output-document"),  # wget writes a file unless told -O- (below)
+    "top": ("-w",), "dmesg": ("-c", "-C", "--clear", "-n"), "mount": ("-o", "--bind", "-t"),
+    "hostname": ("-F", "--file"), "date": ("-s", "--set"), "nc": ("-l", "-e", "-c"),
+}
+_SHELLS = frozenset({"sh", "bash", "ash", "dash", "zsh", "busybox"})
+
+
+def exec_only_reads(argv: list[str]) -> bool:
+    """Whether the command an ``exec`` runs only reads: a reading program without writing flags, or
+    ``sh -c`` with a script made only of such commands joined by ``|``, ``;``, ``&&``, ``||`` (no
+    redirection, no command substitution). Unreadable means it may write."""
+    if not argv:
+        return False
+    program, args = argv[0].rpartition("/")[2], argv[1:]
+    if program == "busybox" and args:
+        return exec_only_reads(args)
+    if program in _SHELLS:
+        if len(args) != 2 or args[0] != "-c" or re.search(r"[<>`$&]", args[1].replace("&&", "")):
+            return False
+        try:
+            return all(exec_only_reads(shlex.split(part)) for part in re.split(r"\|\||&&|[;|\n]", args[1])
+                       if part.strip())
+        except ValueError:
+            return False
+    if program not in _READING_PROGRAMS:
+        return False
+    if program == "wget":  # it saves the page to a file in the pod unless told to print it (-O-)
+        args, printed = _without_stdout_output(args)
+        if not printed:
+            return False
+    writing = _WRITING_FLAGS.get(program, ())
+    for a in args:
+        name = a.split("=", 1)[0]
+        if name in writing:
+            return False
+        if program != "find" and re.fullmatch(r"-[A-Za-z]{2,}", name) and any(f"-{c}" in writing for c in name[1:]):
+            return False  # combined short flags, -sX
+    return True
+
+
+def _without_stdout_output(args: list[str]) -> tuple[list[str], bool]:
+    """wget's arguments without an output to standard output (``-O-``, ``-qO-``, ``-O -``,
+    ``--output-document=-``), and whether there was one."""
+    out, printed, skip = [], False, False
+    for i, a in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if re.fullmatch(r"-[a-zA-Z]*O-", a) or a == "--output-document=-":
+            printed = True
+            out += [f"-{a[1:-2]}"] if len(a) > 3 else []
+        elif a in ("-O", "--output-document") and i + 1 < len(args) and args[i + 1] == "-":
+            printed, skip = True, True
+        else:
+            out.append(a)
+    return out, printed
 _DRY_RUNS = ("client", "server", "unchanged")  # "unchanged" is --dry-run given bare: a client dry run
 _NODE_COMMANDS = frozenset({"cordon", "uncordon", "drain"})
 # Commands whose --selector is a field of what they create, not a filter of what they act on.
@@ -63,6 +134,8 @@ def read_call(call: ToolCall) -> tuple[KubectlCall, str | None] | None:
 
 def changes_something(kc: KubectlCall) -> bool:
     """Whether the call may change the cluster: a write command, not a dry run, not ``--local``, not ``--list``."""
+    if kc.verb == "exec":
+        return not exec_only_reads(list(kc.after_dash or ()))
     if kc.read_only or (kc.verb in INVESTIGATION and not (kc.verb == "debug" and kc.is_true("replace"))):
         return False
     if kc.given("dry-run") and (kc.value("dry-run") or "unchanged") in _DRY_RUNS:
@@ -248,6 +321,8 @@ def acted_on(kc: KubectlCall, stdin: str | None) -> Reach:
     reach = Reach()
     if path in _NODE_COMMANDS:
         reach.names += words
+    elif path == "exec":  # POD or TYPE/NAME, then the command it runs inside
+        reach.names += [kc.positionals[0].rpartition("/")[2]] if kc.positionals else []
     elif path == "debug":  # POD or TYPE/NAME, then the command to run; the copy is a new pod
         reach.names += [words[0].rpartition("/")[2]] if words else []
         if copy := kc.value("copy-to"):

@@ -188,6 +188,37 @@ def test_investigating_inside_a_pod_is_not_a_remediation() -> None:
     assert wrong(recorded("debug frontend-7d9f8c6b5-x2x9q --image=busybox --copy-to=frontend-debug")) == []
 
 
+@pytest.mark.parametrize("command", [
+    "exec frontend-7d9f8c6b5-x2x9q -- kill 1",                        # kills the process: a restart
+    "exec frontend-7d9f8c6b5-x2x9q -c frontend -- pkill -f frontend",
+    "exec frontend-7d9f8c6b5-x2x9q -- sh -c 'echo 1 > /tmp/flag'",     # writes a file
+    "exec frontend-7d9f8c6b5-x2x9q -- sh -c 'cat /etc/hosts; rm -rf /cache'",
+    "exec frontend-7d9f8c6b5-x2x9q -- sh -c 'cat $(kill 1)'",          # a command inside a command
+    "exec frontend-7d9f8c6b5-x2x9q -- find / -name x -delete",
+    "exec frontend-7d9f8c6b5-x2x9q -- curl -X POST localhost:8080/admin/reset",
+    "exec frontend-7d9f8c6b5-x2x9q -- /usr/bin/redis-cli flushall",
+    "exec deploy/frontend -- kill 1",
+    ["exec", "frontend-7d9f8c6b5-x2x9q", "--", "sh", "-c", "cat 'unbalanced"],  # a script not read is not trusted
+])
+def test_an_exec_that_may_change_the_pod_is_a_write_on_it(command: str | list[str]) -> None:
+    # `exec` runs anything inside the container: killing a process or editing a file there is a
+    # remediation like any other (a restart by another name), aimed at that pod's component
+    call = recorded(command)
+    assert is_write(call) and write_targets(call) == ["frontend" if "deploy/frontend" in command else "frontend-7d9f8c6b5-x2x9q"]
+    assert len(wrong(call)) == 1
+
+
+def test_an_exec_that_only_reads_is_investigation() -> None:
+    for command in ("exec frontend-7d9f8c6b5-x2x9q -- cat /etc/resolv.conf",
+                    "exec frontend-7d9f8c6b5-x2x9q -- sh -c 'ps aux | grep frontend && df -h; ls -l /data'",
+                    "exec frontend-7d9f8c6b5-x2x9q -c frontend -- curl -s localhost:8080/healthz",
+                    "exec frontend-7d9f8c6b5-x2x9q -- nslookup geo",
+                    "exec frontend-7d9f8c6b5-x2x9q -- env"):
+        assert not is_write(recorded(command)), command
+    # a write inside the broken component is no wrong remediation
+    assert wrong(recorded(f"exec {POD} -- kill 1")) == []
+
+
 def test_a_debug_copy_that_replaces_its_pod_deletes_that_pod() -> None:
     call = recorded("debug frontend-7d9f8c6b5-x2x9q --image=busybox --copy-to=geo-debug --replace")
     assert is_write(call) and write_targets(call) == ["frontend-7d9f8c6b5-x2x9q", "geo-debug"]

@@ -26,11 +26,16 @@ def build(
 
     console = Console()
     started = time.monotonic()
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                  transient=True) as progress:
-        task = progress.add_task("discovering images", total=None)
-        results = build_images(only or None, load=load, provider=provider, cluster=cluster,
-                               on_event=lambda name, what: progress.update(task, description=f"{name}: {what}"))
+    if not console.is_terminal:  # a log file or CI: a line per step, else nothing shows for minutes
+        def log_line(name: str, what: str) -> None:
+            console.print(f"[{time.monotonic() - started:6.1f}s] {name}: {what}", highlight=False)
+        results = build_images(only or None, load=load, provider=provider, cluster=cluster, on_event=log_line)
+    else:
+        with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
+                      transient=True) as progress:
+            task = progress.add_task("discovering images", total=None)
+            results = build_images(only or None, load=load, provider=provider, cluster=cluster,
+                                   on_event=lambda name, what: progress.update(task, description=f"{name}: {what}"))
     table = Table("image", "reference", "status", "loaded", "seconds")
     for r in results:
         table.add_row(r.name, r.refs[0], r.status, "yes" if r.loaded else "-", f"{r.seconds:.1f}")

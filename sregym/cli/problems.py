@@ -125,7 +125,9 @@ def schema(
 def validate(
     problem: Annotated[Optional[str], typer.Argument(help="Problem id or YAML path; omit with --all.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every problem that matches the filters.")] = False,
-    static: Annotated[bool, typer.Option("--static", help="Schema and registry checks only; needs no cluster.")]
+    static: Annotated[bool, typer.Option("--static", help="Schema, registry and chart checks only (every workload, "
+                                         "container and field a problem names is in its app's rendered chart); "
+                                         "needs no cluster.")]
     = False,
     tag: TagOpt = [],  # noqa: B006
     difficulty: DifficultyOpt = [],  # noqa: B006
@@ -157,7 +159,7 @@ def validate(
 ) -> None:
     """Prove problems: healthy baseline, inject, fault observable and mitigation oracle fails
     (with the problem's noise playing), recover, oracle passes, app healthy again; for every seed.
-    With --static, only the file and registry checks; with --report, the table of earlier --log
+    With --static, only the file, registry and chart checks; with --report, the table of earlier --log
     files. Each result is printed as it finishes; the table at the end sums them up."""
     from sregym.conductor.checks import check_problem
     from sregym.conductor.validate import valid_in_log
@@ -192,6 +194,9 @@ def validate(
         if skipped:
             console.print(f"--resume: {len(skipped)} problem(s) and seeds already valid in {log}, {len(runs)} to go")
     if static:
+        from sregym.conductor.chart_checks import check_against_charts
+
+        check_against_charts(chosen, charts_dir)
         for lp in chosen:
             console.print(f"[green]ok[/] {lp.id} [dim]{lp.path}[/]")
         console.print(f"{len(chosen)} problem(s) pass the static checks")

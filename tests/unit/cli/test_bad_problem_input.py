@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from cli_charts import configmap, deployment, write_chart
 from sregym.cli.main import run_cli
 from sregym.core.errors import ProblemFileError
 from sregym.core.loader import load_catalog
@@ -87,6 +88,7 @@ def folders(tmp_path: Path) -> tuple[Path, Path]:
     problems.mkdir()
     plugins.mkdir()
     (plugins / "unit_cm_key.py").write_text(PLUGIN)
+    write_chart(tmp_path / "charts", "tinyapp", [configmap("settings", {"greeting": "hello"}), deployment("web")])
     return problems, plugins
 
 
@@ -99,7 +101,8 @@ def write(folder: Path, text: str, name: str = "drift") -> Path:
 def validate(folders: tuple[Path, Path], capsys: pytest.CaptureFixture[str], name: str = "drift") -> tuple[int, str]:
     """``sregym validate --static <file>`` (by path, so the repository's own problems stay out of it)."""
     problems, plugins = folders
-    code = run_cli(["validate", "--static", str(problems / f"{name}.yaml"), "--plugins", str(plugins)])
+    code = run_cli(["validate", "--static", str(problems / f"{name}.yaml"), "--plugins", str(plugins),
+                    "--charts-dir", str(problems.parent / "charts")])
     out = capsys.readouterr()
     return code, out.err + out.out
 
@@ -224,3 +227,37 @@ def test_the_installed_command_prints_no_traceback(folders):
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert f"{path}:25: difficulty:" in proc.stderr.replace("\n", "")
+
+
+# -- names and fields that only the app's chart can prove wrong (helm template, no cluster) -------------
+def test_a_misspelled_target_is_caught_against_the_rendered_chart(folders, capsys):
+    path = write(folders[0], GOOD.format(id="drift").replace("      name: settings", "      name: setings"))
+    code, out = validate(folders, capsys)
+    assert_one_clear_error(code, out, path, 13, "faults[0].target.name")
+    assert "tinyapp's chart has no ConfigMap 'setings'" in out.replace("\n", "") and "settings" in out
+
+
+def test_a_container_the_workload_lacks_is_caught(folders, capsys):
+    text = GOOD.format(id="drift").replace("    injector: unit_cm_key\n    params:\n      key: greeting\n",
+                                           "    injector: image_tag\n    params: {tag: '2'}\n")
+    text = text.replace("      kind: ConfigMap\n      name: settings", "      kind: Deployment\n      name: web\n"
+                                                                      "      container: wbe")
+    path = write(folders[0], text)
+    code, out = validate(folders, capsys)
+    assert_one_clear_error(code, out, path, 13, "faults[0].target.container")
+    assert "Deployment 'web' has no container 'wbe'" in out.replace("\n", "") and "its containers: web" in out
+
+
+@pytest.mark.parametrize("field, expect, why", [
+    ("data.greting", "{equals: hello}", "reads nothing"),            # a misspelled key
+    ("data.greting", "{not_equals: bye}", "reads nothing"),          # would pass on nothing, forever
+    ("data.greeting", "{equals: hi}", "fails on the healthy chart"),  # the oracle could never pass
+])
+def test_an_oracle_field_must_read_the_healthy_chart(folders, capsys, field, expect, why):
+    oracle = (f"    - name: object_field\n      params: {{kind: configmap, name: settings, field: {field}, "
+              f"expect: {expect}}}\n")
+    text = GOOD.format(id="drift").replace("    - name: unit_ok\n      params:\n        threshold: 0.5\n", oracle)
+    path = write(folders[0], text)
+    code, out = validate(folders, capsys)
+    assert_one_clear_error(code, out, path, None, "oracles.mitigation[0].params.field")
+    assert why in out.replace("\n", ""), out

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_charts import deployment, write_chart
+
 from sregym.cli.main import run_cli
 
 INJECTOR = '''
@@ -81,8 +83,9 @@ def test_list_finds_the_researchers_problem(lab, capsys):
     assert [r["id"] for r in rows] == ["lab_scaled_to_zero"]
 
 
-def test_static_validation_accepts_the_researchers_injector_and_oracle(lab, capsys):
-    assert run_cli(["validate", "--static", "lab_scaled_to_zero", *lab]) == 0
+def test_static_validation_accepts_the_researchers_injector_and_oracle(lab, tmp_path, capsys):
+    charts = write_chart(tmp_path / "charts", "lab_app", [deployment("api")])
+    assert run_cli(["validate", "--static", "lab_scaled_to_zero", *lab, "--charts-dir", str(charts)]) == 0
     assert "1 problem(s) pass the static checks" in capsys.readouterr().out
 
 

@@ -6,8 +6,12 @@ from sregym.injectors.api import (
     Injector,
     Mechanism,
     NoParams,
+    PlannedState,
     Verification,
     injector,
+    run_labels,
 )
+from sregym.injectors.node import running_pods
 
-__all__ = ["INJECTORS", "FaultContext", "Injector", "Mechanism", "NoParams", "Verification", "injector"]
+__all__ = ["INJECTORS", "FaultContext", "Injector", "Mechanism", "NoParams", "PlannedState", "Verification",
+           "injector", "run_labels", "running_pods"]

@@ -44,7 +44,7 @@ def test_edits_leave_the_managers_a_persons_kubectl_leaves():
 def pods(monkeypatch):
     names = ["cache-1", "frontend-1", "geo-1", "search-1"]
     monkeypatch.setattr(noise, "list_objects", lambda kube, kind, ns: [{"metadata": {"name": n}} for n in names])
-    return SimpleNamespace(kube=None, app_namespace="app", extras={"exclude": ["geo"]})
+    return SimpleNamespace(kube=None, app_namespace="app", exclude=["geo"])
 
 
 def test_harmless_noise_may_touch_the_root_cause_and_curing_noise_may_not(pods):

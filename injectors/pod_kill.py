@@ -6,9 +6,7 @@ import random
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Injector, PlannedState, Verification, injector
-from sregym.injectors.node import running_pods
-from sregym.injectors.objects import get_object, resource
+from sregym.injectors import Injector, PlannedState, Verification, get_object, injector, resource, running_pods
 
 
 class PodKillParams(BaseModel):

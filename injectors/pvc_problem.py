@@ -7,11 +7,18 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import UserInputError
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import apply_edits, create_object, delete_object, edit, get_object
-from sregym.injectors.observe import unschedulable
+from sregym.injectors import (
+    UserInputError,
+    Verification,
+    WorkloadEdit,
+    apply_edits,
+    create_object,
+    delete_object,
+    edit,
+    get_object,
+    injector,
+    unschedulable,
+)
 
 
 class PvcParams(BaseModel):

@@ -6,9 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import create_object, delete_object, list_objects
+from sregym.injectors import Verification, WorkloadEdit, create_object, delete_object, injector, list_objects
 
 
 class QuotaParams(BaseModel):

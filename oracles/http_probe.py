@@ -24,11 +24,18 @@ from typing import Any
 from kubernetes import client
 from pydantic import Field, model_validator
 
-from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
-from sregym.core.errors import ClusterError
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.window import Sample, WindowParams, window_of, window_result
+from sregym.oracles import (
+    OWNER_LABEL,
+    OWNER_VALUE,
+    CheckResult,
+    ClusterError,
+    MitigationOracle,
+    Sample,
+    WindowParams,
+    mitigation_oracle,
+    window_of,
+    window_result,
+)
 
 PROBE_IMAGE = "sregym/base:bookworm"
 

@@ -16,7 +16,7 @@ from sregym.cluster.capabilities import CapabilityCache
 from sregym.cluster.nodeagent import PodRunner, pids_with_cmdline, runner_for
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
-from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
+from sregym.injectors._objects import create_object, delete_object, get_object, list_objects
 
 pytestmark = pytest.mark.cluster
 NS = "webshop-pod"

@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import sregym.injectors.noise as noise
+import sregym.injectors._noise as noise
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE, RUN_LABEL
-from sregym.injectors.objects import (
+from sregym.injectors._objects import (
     EDIT_MANAGER,
     RESTART_MANAGER,
     field_manager,

@@ -25,7 +25,7 @@ from sregym.core.llm import ChatClient, ChatResult, LLMError
 from sregym.core.problem import GroundTruth
 from sregym.core.record import DiagnosisGrade
 from sregym.core.trajectory import Submission
-from sregym.oracles.checklist import Answer, Checklist, score_answers
+from sregym.oracles._checklist import Answer, Checklist, score_answers
 
 # Only these ground-truth fields reach the judge: they describe the incident. ``faulty_fault_ids``
 # and ``evidence`` describe how the benchmark is built and graded, so they stay out.

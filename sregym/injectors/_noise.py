@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from sregym.core.errors import FaultError
-from sregym.injectors.objects import list_objects
+from sregym.injectors._objects import list_objects
 
 T = TypeVar("T")
 NAME_LABELS = ("app", "app.kubernetes.io/name", "app.kubernetes.io/component", "component", "service")

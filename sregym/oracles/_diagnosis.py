@@ -18,7 +18,7 @@ from sregym.core.problem import GroundTruth, OracleRef
 from sregym.core.record import DiagnosisGrade
 from sregym.core.registry import Registry
 from sregym.core.trajectory import Submission
-from sregym.oracles.judge import JudgeConfig
+from sregym.oracles._judge import JudgeConfig
 
 
 class DiagnosisOracle(abc.ABC):

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from sregym.cluster.nodeagent import NodeRunner, container_pid, runner_for
 from sregym.core.errors import FaultError, UserInputError
 from sregym.core.problem import Selector
-from sregym.injectors.objects import find_workload, get_object, list_objects, namespace_of, pods_of
+from sregym.injectors._objects import find_workload, get_object, list_objects, namespace_of, pods_of
 
 if TYPE_CHECKING:
-    from sregym.injectors.api import FaultContext
+    from sregym.injectors._api import FaultContext
 
 
 @dataclass(frozen=True)
@@ -94,3 +96,11 @@ def target_pid(ctx: Any, tc: TargetContainer) -> tuple[NodeRunner, int]:
         raise FaultError(f"pod {tc.namespace}/{tc.pod} container {tc.container} no longer runs")
     runner = node_runner(ctx, tc.node)
     return runner, container_pid(runner, cid)
+
+
+def node_program(module: ModuleType) -> tuple[str, str]:
+    """A node-side program of the kit (``delayq``, ``sectorfs``): the file name it is installed
+    under on a node (its public name, as runs before the kit's modules went private installed it,
+    so a journaled run's process is still found by its command line) and its source."""
+    path = Path(module.__file__ or "")
+    return path.name.removeprefix("_"), path.read_text()

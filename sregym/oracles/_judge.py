@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sregym.core.errors import UserInputError
 from sregym.core.params import first_error
-from sregym.core.llm import ChatClient, ChatResult, LLMError
+from sregym.models import ChatClient, ChatResult, LLMError
 from sregym.core.problem import GroundTruth
 from sregym.core.record import DiagnosisGrade
 from sregym.core.trajectory import Submission

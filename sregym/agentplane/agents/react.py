@@ -16,7 +16,7 @@ import anyio
 from mcp.types import Tool
 
 from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask, StopReason, agent, connect, result_text
-from sregym.core.llm import DEFAULT_API_KEY_ENV, ChatClient, ToolCallRequest, function_tool
+from sregym.models import DEFAULT_API_KEY_ENV, ChatClient, ToolCallRequest, function_tool
 from sregym.core.trajectory import ModelTurn
 
 MODEL_ENV, BASE_URL_ENV = "SREGYM_MODEL", "SREGYM_BASE_URL"

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from sregym.core.llm_playback import PlaybackServer, Reply, text
+from sregym.testing.llm_playback import PlaybackServer, Reply, text
 from sregym.core.problem import GroundTruth, OracleRef
 from sregym.core.trajectory import Submission
 from sregym.oracles._checklist import load_checklist

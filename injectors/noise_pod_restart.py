@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sregym.injectors import (
-    Injector,
-    NoiseParams,
-    Verification,
-    candidates,
-    choose,
-    get_object,
-    injector,
-    resource,
-    running,
-)
+from sregym.injectors import (Injector, NoiseParams, Verification, candidates, choose, get_object, injector, resource,
+                              running)
 
 
 @injector("noise_pod_restart")

@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sregym.injectors import (
-    RESTART_ANNOTATION,
-    Injector,
-    NoiseParams,
-    Verification,
-    apply_edits,
-    candidates,
-    choose,
-    injector,
-    pods_of,
-    require_object,
-    restart_edits,
-)
+from sregym.injectors import (RESTART_ANNOTATION, Injector, NoiseParams, Verification, apply_edits, candidates, choose,
+                              injector, pods_of, require_object, restart_edits)
 
 
 @injector("noise_rolling_restart")

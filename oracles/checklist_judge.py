@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.oracles import (
-    DiagnosisGrade,
-    DiagnosisOracle,
-    GroundTruth,
-    JudgeConfig,
-    Submission,
-    diagnosis_oracle,
-    load_checklist,
-    run_checklist_judge,
-)
+from sregym.oracles import (DiagnosisGrade, DiagnosisOracle, GroundTruth, JudgeConfig, Submission, diagnosis_oracle,
+                            load_checklist, run_checklist_judge)
 
 
 class ChecklistJudgeParams(BaseModel):

@@ -24,18 +24,8 @@ from typing import Any
 from kubernetes import client
 from pydantic import Field, model_validator
 
-from sregym.oracles import (
-    OWNER_LABEL,
-    OWNER_VALUE,
-    CheckResult,
-    ClusterError,
-    MitigationOracle,
-    Sample,
-    WindowParams,
-    mitigation_oracle,
-    window_of,
-    window_result,
-)
+from sregym.oracles import (OWNER_LABEL, OWNER_VALUE, CheckResult, ClusterError, MitigationOracle, Sample,
+                            WindowParams, mitigation_oracle, window_of, window_result)
 
 PROBE_IMAGE = "sregym/base:bookworm"
 

@@ -9,22 +9,9 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from sregym.oracles import (
-    CheckResult,
-    ClusterError,
-    Endpoint,
-    MitigationOracle,
-    WindowParams,
-    denying_policies,
-    get_json,
-    list_json,
-    mitigation_oracle,
-    pods_matching,
-    sample_window,
-    window_of,
-    window_result,
-    workload_labels,
-)
+from sregym.oracles import (CheckResult, ClusterError, Endpoint, MitigationOracle, WindowParams, denying_policies,
+                            get_json, list_json, mitigation_oracle, pods_matching, sample_window, window_of,
+                            window_result, workload_labels)
 
 
 class NetworkPolicyParams(WindowParams):

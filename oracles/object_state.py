@@ -23,20 +23,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from sregym.oracles import (
-    MISSING,
-    CheckResult,
-    Condition,
-    MitigationOracle,
-    WindowParams,
-    get_json,
-    list_json,
-    lookup,
-    mitigation_oracle,
-    sample_window,
-    window_of,
-    window_result,
-)
+from sregym.oracles import (MISSING, CheckResult, Condition, MitigationOracle, WindowParams, get_json, list_json,
+                            lookup, mitigation_oracle, sample_window, window_of, window_result)
 
 
 class ObjectFieldParams(WindowParams):

@@ -13,16 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.oracles import (
-    CheckResult,
-    MitigationOracle,
-    WindowParams,
-    mitigation_oracle,
-    pods_matching,
-    sample_window,
-    window_of,
-    window_result,
-)
+from sregym.oracles import (CheckResult, MitigationOracle, WindowParams, mitigation_oracle, pods_matching,
+                            sample_window, window_of, window_result)
 
 
 class SchedulableParams(WindowParams):

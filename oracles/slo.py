@@ -16,23 +16,9 @@ from pydantic import Field
 
 from sregym.apps.observability import scrape_interval_seconds
 from sregym.apps.slo import query_value
-from sregym.oracles import (
-    CheckResult,
-    ClusterError,
-    MitigationOracle,
-    Slo,
-    WindowParams,
-    baseline_value,
-    checked_slos,
-    mitigation_oracle,
-    parse_duration,
-    render,
-    sample_window,
-    slos_from,
-    window_of,
-    window_result,
-    within,
-)
+from sregym.oracles import (CheckResult, ClusterError, MitigationOracle, Slo, WindowParams, baseline_value,
+                            checked_slos, mitigation_oracle, parse_duration, render, sample_window, slos_from,
+                            window_of, window_result, within)
 
 
 class SloParams(WindowParams):

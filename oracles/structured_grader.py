@@ -8,15 +8,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.oracles import (
-    DiagnosisGrade,
-    DiagnosisOracle,
-    GroundTruth,
-    JudgeConfig,
-    Submission,
-    diagnosis_oracle,
-    same_component,
-)
+from sregym.oracles import (DiagnosisGrade, DiagnosisOracle, GroundTruth, JudgeConfig, Submission, diagnosis_oracle,
+                            same_component)
 
 
 _STOPWORDS = frozenset("a an the of to in on is are was were be by for and or with its it this that from at as "

@@ -37,11 +37,16 @@ def blocks(doc: str) -> list[tuple[int, str]]:
 
 @pytest.fixture()
 def registries():
-    """The plug-in registries as they are, restored after the test (the docs' examples register
-    names such as ``replica_cap`` that must not leak into other tests)."""
+    """The plug-in registries with only what the package registers, restored after the test: the
+    docs' examples register names such as ``replica_cap``, which must not leak into other tests,
+    and other tests load the same example from a ``--plugins`` folder (``sregym_plugin_*``)."""
     for r in REGISTRIES:
         r.load()
     saved = [(dict(r._items), dict(r._origins)) for r in REGISTRIES]
+    for r in REGISTRIES:
+        foreign = [n for n, origin in r._origins.items() if origin.startswith(("sregym_plugin_", "sregym_doc_example_"))]
+        for n in foreign:
+            del r._items[n], r._origins[n]
     yield
     for r, (items, origins) in zip(REGISTRIES, saved):
         r._items, r._origins = items, origins

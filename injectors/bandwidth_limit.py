@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Mechanism, Verification, injector
-from sregym.injectors.netns import PodNetworkFault, clear_root_script, root_qdisc_script, tbf_script
+from sregym.injectors import (Mechanism, PodNetworkFault, Verification, clear_root_script, injector, root_qdisc_script,
+                              tbf_script)
 
 TBF = Mechanism("tbf", "token bucket filter as the root qdisc of the pod's interface", ("tbf", "nsenter"))
 

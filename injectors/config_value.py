@@ -8,12 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import UserInputError
-from sregym.core.problem import Selector
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import ObjectEdit
-from sregym.injectors.objects import (ABSENT, apply_edits, dig, edit, find_workload, list_objects, namespace_of,
-                                      pods_of, require_object, restart_edits, restart_path)
+from sregym.injectors import (ABSENT, ObjectEdit, Selector, UserInputError, Verification, apply_edits, dig, edit,
+                              find_workload, injector, list_objects, namespace_of, pods_of, require_object,
+                              restart_edits, restart_path)
 
 
 def reads(workload: dict, kind: str, name: str, key: str) -> bool:

@@ -6,10 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import UserInputError
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import ABSENT, list_objects, namespace_of
+from sregym.injectors import ABSENT, UserInputError, Verification, WorkloadEdit, injector, list_objects, namespace_of
 
 
 class ContainerPortParams(BaseModel):

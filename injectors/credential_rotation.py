@@ -10,10 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import FaultError, UserInputError
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import running_pods
-from sregym.injectors.objects import get_object, namespace_of
+from sregym.injectors import (FaultError, Injector, Mechanism, UserInputError, Verification, get_object, injector,
+                              namespace_of, running_pods)
 
 REDIS = Mechanism("redis-config-set", "CONFIG SET requirepass through redis-cli in the store's pod")
 POSTGRES = Mechanism("postgres-alter-user", "ALTER USER ... PASSWORD through psql in the store's pod")

@@ -7,9 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import MechanismUnavailable, UserInputError
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import node_runner, pick_container, target_pid
+from sregym.injectors import (Injector, Mechanism, MechanismUnavailable, UserInputError, Verification, injector,
+                              node_runner, pick_container, target_pid)
 
 FILL = Mechanism("fill-volume", "allocate one hidden file that takes the volume's free space", ("python3",))
 

@@ -7,8 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Mechanism, Verification, injector
-from sregym.injectors.netns import PodNetworkFault, chain_script, unchain_script
+from sregym.injectors import Mechanism, PodNetworkFault, Verification, chain_script, injector, unchain_script
 
 DNS_DROP = Mechanism("iptables-dns-drop", "drop the pod's DNS queries (all, or those naming one host) in its netns",
                      ("iptables_string", "nsenter"))

@@ -6,10 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import ABSENT
-from sregym.injectors.observe import running_with
+from sregym.injectors import ABSENT, Verification, WorkloadEdit, injector, running_with
 
 
 class EnvVarParams(BaseModel):

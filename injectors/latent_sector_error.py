@@ -7,18 +7,13 @@ import errno
 import hashlib
 import shlex
 import random
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline, process_starttime, spawn
-from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.core.errors import FaultError, UserInputError
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors import dust, sectorfs
-from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
-from sregym.injectors.objects import poll
+from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, TargetContainer, UserInputError,
+                              Verification, dust, injector, install_file, kill_spawned, node_program, node_runner,
+                              pick_container, pids_with_cmdline, poll, process_starttime, sectorfs, spawn, target_pid)
 
 DM_DUST = Mechanism("dm-dust", "copy the file onto a dm-dust device whose bad blocks fail reads, and mount it "
                     "over the file in the container", ("device_mapper", "dm_dust", "loop", "nsenter", "python3"))
@@ -153,7 +148,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 "files": files, "mechanism": self.mechanism.name}
 
     def _script(self) -> str:
-        return f"{WORK_DIR}/{Path(sectorfs.__file__).name}"
+        return f"{WORK_DIR}/{node_program(sectorfs)[0]}"
 
     def _top_mount(self, runner: Any, state: dict[str, Any], path: str) -> list[str]:
         """(fstype, source) of the top mount on ``path`` in the container ([] if the container is gone)."""
@@ -195,7 +190,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         log = f"{WORK_DIR}/{f['token']}.log"
         node_path = f.get("node_path") or ""
         if not (node_path and self._on_node(runner, f)):
-            install_file(runner, self._script(), Path(sectorfs.__file__).read_text())
+            install_file(runner, self._script(), node_program(sectorfs)[1])
             spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
                            ",".join(map(str, f["blocks"])), self.params.errno, f["token"], node_path,
                            f.get("node_ns", "self")], log=log)

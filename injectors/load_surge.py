@@ -6,10 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import ABSENT, dig, edit
-from sregym.injectors.observe import ready, running_with
+from sregym.injectors import ABSENT, Verification, WorkloadEdit, dig, edit, injector, ready, running_with
 
 
 class LoadSurgeParams(BaseModel):

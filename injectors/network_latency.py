@@ -10,26 +10,13 @@ faster than the rate, so it grows with load and is zero for sparse traffic; the 
 from __future__ import annotations
 
 import hashlib
-from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline
-from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.core.errors import FaultError
-from sregym.injectors import Mechanism, Verification, injector
-from sregym.injectors import delayq
-from sregym.injectors.netns import (
-    DEFAULT_DEV,
-    PodNetworkFault,
-    chain_script,
-    clear_root_script,
-    root_qdisc_script,
-    tbf_script,
-    unchain_script,
-)
-from sregym.injectors.objects import poll
+from sregym.injectors import (DEFAULT_DEV, HIDDEN_NAMESPACE, FaultError, Mechanism, PodNetworkFault, Verification,
+                              chain_script, clear_root_script, delayq, injector, install_file, kill_spawned,
+                              node_program, pids_with_cmdline, poll, root_qdisc_script, tbf_script, unchain_script)
 
 NETEM = Mechanism("netem", "netem delay qdisc on the pod's interface", ("netem", "nsenter"))
 NFQUEUE = Mechanism("nfqueue-delay", "hold each outgoing packet in user space for the delay (NFQUEUE)",
@@ -80,8 +67,9 @@ class NetworkLatency(PodNetworkFault[LatencyParams]):
         else:
             runner = self.runner(state)
             if not pids_with_cmdline(runner, state["chain"]):
-                script = f"{WORK_DIR}/{Path(delayq.__file__).name}"
-                install_file(runner, script, Path(delayq.__file__).read_text())
+                name, source = node_program(delayq)
+                script = f"{WORK_DIR}/{name}"
+                install_file(runner, script, source)
                 log = f"{WORK_DIR}/{state['chain']}.log"
                 runner.run(["sh", "-c", f"setsid nsenter -t {state['pid']} -n -- python3 {script} {state['queue']} "
                                         f"{p.delay_ms} {p.jitter_ms} {self.ctx.seed} {state['chain']} "

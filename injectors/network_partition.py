@@ -6,10 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import UserInputError
-from sregym.injectors import Mechanism, Verification, injector
-from sregym.injectors.netns import PodNetworkFault, chain_script, unchain_script
-from sregym.injectors.objects import get_object, list_objects, namespace_of
+from sregym.injectors import (Mechanism, PodNetworkFault, UserInputError, Verification, chain_script, get_object,
+                              injector, list_objects, namespace_of, unchain_script)
 
 IPTABLES_DROP = Mechanism("iptables-drop", "drop every packet to and from the peer in the pod's netns",
                           ("iptables", "nsenter"))

@@ -13,12 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
-from sregym.core.errors import UserInputError
-from sregym.injectors import Mechanism, Verification, injector
-from sregym.injectors.netns import PodNetworkFault, chain_script, unchain_script
-from sregym.injectors.node import running_pods
-from sregym.injectors.objects import create_object, delete_object, get_object, namespace_of
+from sregym.injectors import (Mechanism, PodNetworkFault, UserInputError, Verification, chain_script, create_object,
+                              delete_object, get_object, injector, namespace_of, running_pods, unchain_script)
 
 CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
            "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")
@@ -66,7 +62,7 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
         own = {k: v for k, v in (pod["metadata"].get("labels") or {}).items() if k != "pod-template-hash"}
         policy = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                   "metadata": {"name": self.params.name, "namespace": ns,
-                               "labels": dict(self.ctx.extras.get("labels") or {OWNER_LABEL: OWNER_VALUE})},
+                               "labels": dict(self.ctx.labels)},
                   "spec": {"podSelector": {"matchLabels": own}, "policyTypes": ["Egress"],
                            # every pod but the dependency's: DNS and the other services keep working
                            "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [

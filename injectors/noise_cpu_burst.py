@@ -5,12 +5,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from sregym.cluster.nodeagent import kill_spawned, pids_with_cmdline
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import node_runner
-from sregym.injectors.noise import NoiseParams, choose, token
-from sregym.injectors.objects import list_objects, poll
-from sregym.injectors.stress import WORK_DIR, cpu_ticks, start_in_cgroups, stress_argv
+from sregym.injectors import (WORK_DIR, Injector, Mechanism, NoiseParams, Verification, choose, cpu_ticks, injector,
+                              kill_spawned, list_objects, node_runner, pids_with_cmdline, poll, start_in_cgroups,
+                              stress_argv, token)
 
 STRESS = Mechanism("stress-ng-on-node", "stress-ng with --timeout on a node", ("stress_ng",))
 

@@ -8,12 +8,9 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline
-from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import node_runner
-from sregym.injectors.noise import NoiseParams, candidates, choose, token
-from sregym.injectors.objects import list_objects, poll
+from sregym.injectors import (HIDDEN_NAMESPACE, Injector, Mechanism, NoiseParams, Verification, candidates, choose,
+                              injector, install_file, kill_spawned, list_objects, node_runner, pids_with_cmdline, poll,
+                              token)
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 HTTP_FROM_NODE = Mechanism("http-from-node", "HTTP GETs to the Service's ClusterIP from a node", ("python3",))

@@ -10,12 +10,9 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.cluster.nodeagent import install_file, kill_spawned, pids_with_cmdline
-from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.core.problem import Selector
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import node_runner, pick_container, target_pid
-from sregym.injectors.noise import NoiseParams, candidates, choose, running, token
+from sregym.injectors import (HIDDEN_NAMESPACE, Injector, Mechanism, NoiseParams, Selector, Verification, candidates,
+                              choose, injector, install_file, kill_spawned, node_runner, pick_container,
+                              pids_with_cmdline, running, target_pid, token)
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 STDOUT = Mechanism("container-stdout", "write lines to the container's stdout from its node", ("python3",))

@@ -7,12 +7,9 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.cluster.nodeagent import kill_spawned, pids_with_cmdline
-from sregym.core.problem import Selector
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.netns import chain_name, chain_script, unchain_script
-from sregym.injectors.node import node_runner, pick_container, target_pid
-from sregym.injectors.noise import NoiseParams, candidates, choose, running
+from sregym.injectors import (Injector, Mechanism, NoiseParams, Selector, Verification, candidates, chain_name,
+                              chain_script, choose, injector, kill_spawned, node_runner, pick_container,
+                              pids_with_cmdline, running, target_pid, unchain_script)
 
 BLIP = Mechanism("iptables-statistic", "random loss in the pod's netns that removes itself", ("iptables_statistic", "nsenter"))
 

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sregym.injectors import Injector, Verification, injector
-from sregym.injectors.noise import NoiseParams, candidates, choose, running
-from sregym.injectors.objects import get_object, resource
+from sregym.injectors import (Injector, NoiseParams, Verification, candidates, choose, get_object, injector, resource,
+                              running)
 
 
 @injector("noise_pod_restart")

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sregym.injectors import Injector, Verification, injector
-from sregym.injectors.noise import NoiseParams, candidates, choose
-from sregym.injectors.objects import RESTART_ANNOTATION, apply_edits, pods_of, require_object, restart_edits
+from sregym.injectors import (RESTART_ANNOTATION, Injector, NoiseParams, Verification, apply_edits, candidates, choose,
+                              injector, pods_of, require_object, restart_edits)
 
 
 @injector("noise_rolling_restart")

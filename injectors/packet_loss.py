@@ -6,8 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Mechanism, Verification, injector
-from sregym.injectors.netns import PodNetworkFault, chain_script, unchain_script
+from sregym.injectors import Mechanism, PodNetworkFault, Verification, chain_script, injector, unchain_script
 
 IPTABLES_RANDOM = Mechanism("iptables-statistic", "drop a random fraction of packets in the pod's netns",
                             ("iptables_statistic", "nsenter"))

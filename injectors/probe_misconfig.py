@@ -6,9 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.observe import ready, restarts, running_with
+from sregym.injectors import Verification, WorkloadEdit, injector, ready, restarts, running_with
 
 
 class ProbeParams(BaseModel):

@@ -7,10 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.cluster.nodeagent import container_processes, process_starttime
-from sregym.core.errors import FaultError
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import TargetContainer, live_container_id, node_runner, pick_container
+from sregym.injectors import (FaultError, Injector, Mechanism, TargetContainer, Verification, container_processes,
+                              injector, live_container_id, node_runner, pick_container, process_starttime)
 
 SIGNAL_FROM_NODE = Mechanism("signal-from-node", "send the signal from the node's PID namespace "
                              "(a container cannot SIGSTOP/SIGKILL its own init)", ("python3",))

@@ -7,12 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
-from sregym.core.errors import UserInputError
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import apply_edits, create_object, delete_object, edit, get_object
-from sregym.injectors.observe import unschedulable
+from sregym.injectors import (UserInputError, Verification, WorkloadEdit, apply_edits, create_object, delete_object,
+                              edit, get_object, injector, unschedulable)
 
 
 class PvcParams(BaseModel):
@@ -48,7 +44,7 @@ class PvcProblem(WorkloadEdit[PvcParams]):
             state["claim"] = {
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": {"name": new, "namespace": ns,
-                             "labels": dict(self.ctx.extras.get("labels") or {OWNER_LABEL: OWNER_VALUE})},
+                             "labels": dict(self.ctx.labels)},
                 "spec": {"accessModes": source["spec"].get("accessModes") or ["ReadWriteOnce"],
                          "storageClassName": self.params.storage_class,
                          "resources": source["spec"].get("resources") or {"requests": {"storage": "1Gi"}}}}

@@ -7,10 +7,7 @@ from typing import Any
 from kubernetes import client
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.errors import UserInputError
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import edit, list_objects, require_object
+from sregym.injectors import UserInputError, Verification, WorkloadEdit, edit, injector, list_objects, require_object
 
 
 class RbacParams(BaseModel):

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sregym.injectors import NoParams, Verification, injector
-from sregym.injectors.edits import WorkloadEdit
+from sregym.injectors import NoParams, Verification, WorkloadEdit, injector
 
 
 @injector("replicas_zero")

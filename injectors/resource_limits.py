@@ -6,10 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import ABSENT
-from sregym.injectors.observe import running_with, terminated_reasons
+from sregym.injectors import ABSENT, Verification, WorkloadEdit, injector, running_with, terminated_reasons
 
 CPU_STAT_FILES = "cat /sys/fs/cgroup/cpu.stat 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.stat"
 

@@ -6,10 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import create_object, delete_object, list_objects
+from sregym.injectors import Verification, WorkloadEdit, create_object, delete_object, injector, list_objects
 
 
 class QuotaParams(BaseModel):
@@ -35,7 +32,7 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
                   if p["metadata"]["name"] not in mine and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
         # the run's labels (from the conductor) let `sregym cleanup` find the object after a crash
         meta = {"name": self.params.name, "namespace": ns,
-                "labels": dict(self.ctx.extras.get("labels") or {OWNER_LABEL: OWNER_VALUE})}
+                "labels": dict(self.ctx.labels)}
         if self.params.how == "quota":
             manifest = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": meta,
                         "spec": {"hard": {"pods": str(len(others))}}}

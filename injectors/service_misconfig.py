@@ -6,10 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.core.errors import UserInputError
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import ObjectEdit
-from sregym.injectors.objects import edit, list_objects, namespace_of, require_object
+from sregym.injectors import (ObjectEdit, UserInputError, Verification, edit, injector, list_objects, namespace_of,
+                              require_object)
 
 
 class ServiceParams(BaseModel):

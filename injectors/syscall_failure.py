@@ -32,32 +32,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sregym.cluster.nodeagent import (
-    NodeRunner,
-    container_processes,
-    install_file,
-    kill_spawned,
-    pids_with_cmdline,
-    spawn,
-)
-from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.core.errors import FaultError, MechanismUnavailable, UserInputError
-from sregym.core.problem import Selector
-from sregym.injectors import Injector, Mechanism, Verification, injector
-from sregym.injectors.node import TargetContainer, live_container_id, node_runner, pick_container
-from sregym.injectors.objects import (
-    apply_edits,
-    container_index,
-    dig,
-    edit,
-    find_workload,
-    get_object,
-    list_objects,
-    namespace_of,
-    pods_of,
-    poll,
-)
-from sregym.injectors.observe import running_with
+from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, MechanismUnavailable, NodeRunner,
+                              Selector, TargetContainer, UserInputError, Verification, apply_edits, container_index,
+                              container_processes, dig, edit, find_workload, get_object, injector, install_file,
+                              kill_spawned, list_objects, live_container_id, namespace_of, node_runner, pick_container,
+                              pids_with_cmdline, pods_of, poll, running_with, spawn)
 
 EBPF = Mechanism("ebpf-override", "bcc kprobes with bpf_override_return on the syscalls",
                  ("kprobes", "bpf_override_return", "bcc_compile", "python3"))

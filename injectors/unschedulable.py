@@ -6,10 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, injector
-from sregym.injectors.edits import WorkloadEdit
-from sregym.injectors.objects import ABSENT, delete_object, dig, edit, require_object
-from sregym.injectors.observe import unschedulable
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, delete_object, dig, edit, injector, require_object,
+                              unschedulable)
 
 
 class UnschedulableParams(BaseModel):

@@ -4,12 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.problem import GroundTruth
-from sregym.core.record import DiagnosisGrade
-from sregym.core.trajectory import Submission
-from sregym.oracles.checklist import load_checklist
-from sregym.oracles.diagnosis import DiagnosisOracle, diagnosis_oracle
-from sregym.oracles.judge import JudgeConfig, run_checklist_judge
+from sregym.oracles import (DiagnosisGrade, DiagnosisOracle, GroundTruth, JudgeConfig, Submission, diagnosis_oracle,
+                            load_checklist, run_checklist_judge)
 
 
 class ChecklistJudgeParams(BaseModel):

@@ -24,11 +24,8 @@ from typing import Any
 from kubernetes import client
 from pydantic import Field, model_validator
 
-from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
-from sregym.core.errors import ClusterError
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.window import Sample, WindowParams, window_of, window_result
+from sregym.oracles import (OWNER_LABEL, OWNER_VALUE, CheckResult, ClusterError, MitigationOracle, Sample,
+                            WindowParams, mitigation_oracle, window_of, window_result)
 
 PROBE_IMAGE = "sregym/base:bookworm"
 
@@ -170,7 +167,7 @@ class HttpProbe(MitigationOracle):
     def check(self) -> CheckResult:
         p = self.params
         window_s = window_of(p, self.ctx.window_seconds)
-        ns = self.ctx.extras.get("hidden_namespace", HIDDEN_NAMESPACE)
+        ns = self.ctx.hidden_namespace
         core = self.ctx.kube.core
         name = f"check-{secrets.token_hex(4)}"
         p = p.model_copy(update={"url": p.url.replace("$namespace", self.ctx.namespace)})

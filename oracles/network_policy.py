@@ -1,6 +1,6 @@
 """``no_network_policy_denying``: the NetworkPolicies in force let the app's client reach its
 server, over the window. Evaluated from the policies themselves with Kubernetes semantics
-(:mod:`sregym.oracles.netpol`) for the real pods on both sides, so it holds on clusters whose
+(:mod:`sregym.oracles._netpol`) for the real pods on both sides, so it holds on clusters whose
 network plugin enforces policies and on ones where enforcement is emulated."""
 
 from __future__ import annotations
@@ -9,12 +9,9 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from sregym.core.errors import ClusterError
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.live import get_json, list_json, pods_matching, workload_labels
-from sregym.oracles.netpol import Endpoint, denying_policies
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (CheckResult, ClusterError, Endpoint, MitigationOracle, WindowParams, denying_policies,
+                            get_json, list_json, mitigation_oracle, pods_matching, sample_window, window_of,
+                            window_result, workload_labels)
 
 
 class NetworkPolicyParams(WindowParams):

@@ -23,11 +23,8 @@ from typing import Any
 
 from pydantic import Field, model_validator
 
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.fields import MISSING, Condition, lookup
-from sregym.oracles.live import get_json, list_json
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (MISSING, CheckResult, Condition, MitigationOracle, WindowParams, get_json, list_json,
+                            lookup, mitigation_oracle, sample_window, window_of, window_result)
 
 
 class ObjectFieldParams(WindowParams):

@@ -12,10 +12,8 @@ from typing import Any
 from kubernetes.utils import parse_quantity
 from pydantic import Field
 
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.live import get_json, list_json
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (CheckResult, MitigationOracle, WindowParams, get_json, list_json, mitigation_oracle,
+                            sample_window, window_of, window_result)
 
 
 class QuotaParams(WindowParams):

@@ -13,10 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.live import pods_matching
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (CheckResult, MitigationOracle, WindowParams, mitigation_oracle, pods_matching,
+                            sample_window, window_of, window_result)
 
 
 class SchedulableParams(WindowParams):

@@ -16,12 +16,9 @@ from pydantic import Field
 
 from sregym.apps.observability import scrape_interval_seconds
 from sregym.apps.slo import query_value
-from sregym.core.durations import parse_duration
-from sregym.core.errors import ClusterError
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.slos import Slo, baseline_value, checked_slos, render, slos_from, within
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (CheckResult, ClusterError, MitigationOracle, Slo, WindowParams, baseline_value,
+                            checked_slos, mitigation_oracle, parse_duration, render, sample_window, slos_from,
+                            window_of, window_result, within)
 
 
 class SloParams(WindowParams):

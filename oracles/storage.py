@@ -13,11 +13,8 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.core.errors import ClusterError
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.live import exec_in_pod, running_pod, workload_labels
-from sregym.oracles.window import WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (CheckResult, ClusterError, MitigationOracle, WindowParams, exec_in_pod, mitigation_oracle,
+                            running_pod, sample_window, window_of, window_result, workload_labels)
 
 # Reads every regular file under $1 and prints one FAIL line per unreadable file, then a count.
 READ_ALL = r"""

@@ -8,12 +8,8 @@ import re
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.core.problem import GroundTruth
-from sregym.core.record import DiagnosisGrade
-from sregym.core.trajectory import Submission
-from sregym.oracles.diagnosis import DiagnosisOracle, diagnosis_oracle
-from sregym.oracles.judge import JudgeConfig
-from sregym.oracles.names import same_component
+from sregym.oracles import (DiagnosisGrade, DiagnosisOracle, GroundTruth, JudgeConfig, Submission, diagnosis_oracle,
+                            same_component)
 
 
 _STOPWORDS = frozenset("a an the of to in on is are was were be by for and or with its it this that from at as "

@@ -19,11 +19,9 @@ import yaml
 from pydantic import Field
 
 from sregym.apps.release import template
-from sregym.core.record import CheckResult
-from sregym.oracles.api import MitigationOracle, mitigation_oracle
-from sregym.oracles.live import list_json, pods_matching
-from sregym.oracles.probes import container_probes, weakened, workload_probes
-from sregym.oracles.window import Sample, WindowParams, sample_window, window_of, window_result
+from sregym.oracles import (CheckResult, MitigationOracle, Sample, WindowParams, container_probes, list_json,
+                            mitigation_oracle, pods_matching, sample_window, weakened, window_of, window_result,
+                            workload_probes)
 
 _BAD_WAITING = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
                           "CreateContainerError", "RunContainerError", "InvalidImageName"})

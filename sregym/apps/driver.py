@@ -35,10 +35,8 @@ class DeployedApp:
 
 def observability_urls(cluster: ClusterHandle) -> dict[str, str | None]:
     """Prometheus, trace (Jaeger API) and log query URLs reachable from this host."""
-    try:
-        from sregym.apps import observability
-    except ImportError:
-        return {}
+    from sregym.apps import observability
+
     urls = observability.endpoints(cluster)
     return {"prometheus_url": urls.get("prometheus"), "traces_url": urls.get("traces"), "logs_url": urls.get("logs")}
 

@@ -204,11 +204,9 @@ def install_values(cluster: ClusterHandle, spec: AppSpec, values: dict[str, Any]
 
 def _traces_endpoint() -> str | None:
     """The in-cluster OTLP/HTTP traces URL of the observability stack (None: keep the chart's)."""
-    try:
-        from sregym.apps import observability
-    except ImportError:
-        return None
-    return getattr(observability, "IN_CLUSTER_OTLP", None)
+    from sregym.apps import observability
+
+    return observability.IN_CLUSTER_OTLP
 
 
 def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None,

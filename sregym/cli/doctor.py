@@ -13,7 +13,7 @@ from sregym.cli.options import ContextOpt, KubeconfigOpt
 from sregym.cluster.providers import current_cluster
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.errors import SregymError
-from sregym.injectors.support import mechanism_support
+from sregym.injectors import mechanism_support
 
 
 def doctor(

@@ -51,10 +51,7 @@ def regrade(
     problems_dir: ProblemsDirOpt = [],  # noqa: B006
 ) -> None:
     """Recompute evidence coverage, wrong remediations and the reward (and the diagnosis with --rejudge)."""
-    from sregym.oracles.diagnosis import grade_diagnosis
-    from sregym.oracles.judge import JudgeConfig
-    from sregym.oracles.reward import load_reward_weights
-    from sregym.oracles.scoring import complete_grades
+    from sregym.oracles import JudgeConfig, complete_grades, grade_diagnosis, load_reward_weights
 
     rec = _read_record(record)
     prob = load_problem_arg(problem or rec.problem_id, problems_dir).problem

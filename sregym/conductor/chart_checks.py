@@ -22,7 +22,7 @@ from sregym.apps import load_app
 from sregym.apps.spec import charts_root
 from sregym.apps.release import image_values, template
 from sregym.core.loader import LoadedProblem
-from sregym.oracles.fields import MISSING, Condition, lookup, parse_path
+from sregym.oracles import MISSING, Condition, lookup, parse_path
 
 WORKLOAD_KINDS = ("deployment", "statefulset", "daemonset")
 _KIND_ALIASES = {"deploy": "deployment", "deployments": "deployment", "sts": "statefulset",

@@ -15,8 +15,9 @@ from pydantic import BaseModel, ValidationError
 
 from sregym.core.errors import UnknownNameError
 from sregym.core.loader import LoadedProblem, SourceMap
+from sregym.core.params import explain_param_error
 from sregym.injectors import INJECTORS
-from sregym.oracles import MITIGATION_ORACLES
+from sregym.oracles import DIAGNOSIS_ORACLES, MITIGATION_ORACLES
 
 NOISE_PREFIX = "noise_"
 
@@ -26,26 +27,12 @@ def noise_injector_name(noise_type: str) -> str:
     return f"{NOISE_PREFIX}{noise_type}"
 
 
-def diagnosis_registry() -> Any | None:
-    """The diagnosis-oracle registry of the oracles layer, if that layer provides one yet."""
-    try:
-        from sregym.oracles.diagnosis import DIAGNOSIS_ORACLES
-    except ImportError:
-        return None
-    return DIAGNOSIS_ORACLES
-
-
 def _params(source: SourceMap, loc: tuple, model: type[BaseModel], raw: dict[str, Any], owner: str) -> BaseModel:
     try:
         return model.model_validate(raw or {})
     except ValidationError as e:
-        first = e.errors()[0]
-        msg = first["msg"].removeprefix("Value error, ")
-        if first["type"] == "extra_forbidden":
-            msg = f"unknown parameter of {owner} (it takes: {', '.join(model.model_fields) or 'none'})"
-        elif first["type"] == "missing":
-            msg = f"required parameter of {owner} is missing"
-        raise source.error((*loc, *first["loc"]), msg) from None
+        where, msg = explain_param_error(e, model, owner)
+        raise source.error((*loc, *where), msg) from None
 
 
 def _lookup(registry: Any, name: str, source: SourceMap, loc: tuple) -> Any:
@@ -81,9 +68,7 @@ def check_problem(lp: LoadedProblem, *, noise: bool = True) -> None:
     for j, ref in enumerate(p.oracles.mitigation):
         cls = _lookup(MITIGATION_ORACLES, ref.name, src, ("oracles", "mitigation", j, "name"))
         _params(src, ("oracles", "mitigation", j, "params"), cls.Params, ref.params, f"oracle {ref.name!r}")
-    registry = diagnosis_registry()
-    if registry is not None:
-        _lookup(registry, p.oracles.diagnosis.name, src, ("oracles", "diagnosis", "name"))
+    _lookup(DIAGNOSIS_ORACLES, p.oracles.diagnosis.name, src, ("oracles", "diagnosis", "name"))
     if noise and p.noise.per_window > 0:
         for k, noise_type in enumerate(p.noise.types):
             if noise_injector_name(noise_type) not in INJECTORS:

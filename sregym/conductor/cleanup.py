@@ -139,7 +139,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
     for intent in reversed(rj.open_intents):
         try:
             inj = build_injector(intent, kube)
-            inj.recover(intent.state)
+            inj.recover(inj.load_state(intent.state))
         except Exception as e:  # noqa: BLE001 - report and keep undoing the rest
             result.errors.append(f"{intent.key} ({intent.injector}): {e}")
             journal.recover_failed(intent.key, str(e))

@@ -23,12 +23,11 @@ import anyio
 import anyio.to_thread
 
 from sregym.conductor.journal import Intent, Journal
-from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE, RUN_LABEL
+from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.errors import FaultError, SregymError
 from sregym.core.problem import Selector
 from sregym.core.seeds import derive_seed
-from sregym.injectors import INJECTORS, FaultContext, Injector, Verification
-from sregym.injectors.node import running_pods
+from sregym.injectors import INJECTORS, FaultContext, Injector, Verification, run_labels, running_pods
 
 Capabilities = Callable[[str], dict[str, bool]]
 
@@ -41,11 +40,6 @@ def node_capabilities_probe(kube: Any) -> Capabilities:
     from sregym.cluster.capabilities import CapabilityCache
 
     return CapabilityCache(kube, HIDDEN_NAMESPACE)
-
-
-def run_labels(run_id: str) -> dict[str, str]:
-    """Labels an injector puts on every object it creates, so cleanup can find them."""
-    return {OWNER_LABEL: OWNER_VALUE, RUN_LABEL: run_id}
 
 
 COPY_SEPARATOR = "#"
@@ -65,9 +59,9 @@ def build_injector(intent: Intent, kube: Any, capabilities: Capabilities | None 
     by_name = {m.name: m for m in cls.mechanisms}
     if intent.mechanism not in by_name:
         raise FaultError(f"{intent.key}: injector {intent.injector!r} no longer has mechanism {intent.mechanism!r}")
-    ctx = FaultContext(kube=kube, app_namespace=intent.app_namespace, hidden_namespace=intent.hidden_namespace,
-                       seed=intent.seed, node_capabilities=capabilities or (lambda node: {}),
-                       extras=dict(intent.extras))
+    ctx = FaultContext.from_journal(intent.extras, kube=kube, app_namespace=intent.app_namespace,
+                                    hidden_namespace=intent.hidden_namespace, seed=intent.seed,
+                                    node_capabilities=capabilities or (lambda node: {}))
     return cls(params, target, ctx, by_name[intent.mechanism])
 
 
@@ -90,6 +84,7 @@ def target_node(kube: Any, target: Selector, namespace: str) -> str | None:
 class Active:
     intent: Intent
     injector: Injector
+    state: Any = None  # the planned state as the injector takes it (its ``State`` model or a dict)
     applied: bool = False
     recovered: bool = False
 
@@ -160,19 +155,23 @@ class FaultPlane:
         caps = self.capabilities(node) if node else {}
         chosen = cls.choose_mechanism(caps, mechanism)
         seed = derive_seed(self.run_seed, kind, key) if seed is None else seed
-        extras = {"run_id": self.run_id, "labels": run_labels(self.run_id), "exclude": list(self.exclude),
-                  "node": node}
-        if only_pods is not None:
-            extras["only_pods"] = list(only_pods)
         ctx = FaultContext(kube=self.kube, app_namespace=self.app_namespace, hidden_namespace=HIDDEN_NAMESPACE,
-                           seed=seed, node_capabilities=self.capabilities, extras=extras)
+                           seed=seed, run_id=self.run_id, labels=run_labels(self.run_id), exclude=list(self.exclude),
+                           node=node, only_pods=None if only_pods is None else list(only_pods),
+                           node_capabilities=self.capabilities)
         inj = cls(parsed, target, ctx, chosen)
         state = inj.plan()
         intent = Intent(key=key, kind=kind, injector=injector, params=parsed.model_dump(mode="json"),
                         target=target.model_dump(mode="json", exclude_defaults=True), mechanism=chosen.name,
-                        state=state, app_namespace=self.app_namespace, hidden_namespace=HIDDEN_NAMESPACE,
-                        seed=seed, extras=extras)
+                        state=inj.dump_state(state), app_namespace=self.app_namespace,
+                        hidden_namespace=HIDDEN_NAMESPACE, seed=seed, extras=ctx.journal_fields())
         return intent, inj
+
+    @staticmethod
+    def _active(intent: Intent, inj: Injector) -> Active:
+        """What the plane tracks of a journaled intent: the state as the injector takes it is rebuilt
+        from the journaled form, as cleanup rebuilds it after a crash."""
+        return Active(intent, inj, inj.load_state(intent.state))
 
     async def start(self, *, key: str, kind: str, injector: str, params: dict[str, Any], target: Selector,
                     mechanism: str | None = None) -> Intent:
@@ -180,10 +179,10 @@ class FaultPlane:
         intent, inj = await anyio.to_thread.run_sync(lambda: self.plan_intent(
             key=key, kind=kind, injector=injector, params=params, target=target, mechanism=mechanism))
         self.journal.intent(intent)
-        act = self.active[key] = Active(intent, inj)
+        act = self.active[key] = self._active(intent, inj)
         self.order.append(key)
         try:
-            await anyio.to_thread.run_sync(inj.inject, intent.state)
+            await anyio.to_thread.run_sync(inj.inject, act.state)
         except SregymError:
             raise
         except Exception as e:  # noqa: BLE001 - an injector bug or API refusal becomes a FaultError
@@ -237,7 +236,7 @@ class FaultPlane:
                     continue
                 # a pod still carries a copy only while that copy holds (a restarted container in
                 # the same pod gets the fault anew, planned on its new container)
-                taken = set().union(*(self.active[k].injector.carrier_pods(self.active[k].intent.state)
+                taken = set().union(*(self.active[k].injector.carrier_pods(self.active[k].state)
                                       for k in kept.live() if self._carriers(k) <= alive))
                 fresh = sorted(alive_pods - taken)
                 if len(kept.copies) >= MAX_COPIES:
@@ -251,7 +250,7 @@ class FaultPlane:
 
     def _carriers(self, key: str) -> set[str]:
         act = self.active[key]
-        return act.injector.carriers(act.intent.state)
+        return act.injector.carriers(act.state)
 
     def _reapply(self, key: str, kept: Persisted, old: str, fresh: list[str]) -> str:
         """Plan on one of the ``fresh`` pods, journal, inject. A copy whose inject failed is kept
@@ -262,11 +261,11 @@ class FaultPlane:
                                        target=Selector.model_validate(first.target), mechanism=first.mechanism,
                                        seed=first.seed, only_pods=fresh)
         self.journal.intent(intent)  # before the change, as for the first application
-        act = self.active[new] = Active(intent, inj)
+        act = self.active[new] = self._active(intent, inj)
         self.order.append(new)
         kept.copies.append(new)
         try:
-            inj.inject(intent.state)
+            inj.inject(act.state)
         except Exception as e:
             kept.replaced.add(new)
             raise FaultError(f"{new}: re-applying injector {first.injector!r} on a new pod failed: {e}") from e
@@ -275,7 +274,7 @@ class FaultPlane:
         kept.replaced.add(old)
         kept.pending = ""
         self.reapplied.append({"key": new, "fault": key, "replaces": old,
-                               "pods": sorted(inj.carrier_pods(intent.state)), "at": round(time.time(), 3)})
+                               "pods": sorted(inj.carrier_pods(act.state)), "at": round(time.time(), 3)})
         return new
 
     def in_place(self) -> tuple[bool, str]:
@@ -308,7 +307,7 @@ class FaultPlane:
         last = Verification(False, "not checked")
         while True:
             try:
-                last = await anyio.to_thread.run_sync(act.injector.verify, act.intent.state)
+                last = await anyio.to_thread.run_sync(act.injector.verify, act.state)
             except Exception as e:  # noqa: BLE001 - a transient API error is just "not yet"
                 last = Verification(False, f"verify raised: {e}")
             if last.ok or time.monotonic() >= deadline:
@@ -333,7 +332,7 @@ class FaultPlane:
         if act is None or act.recovered:
             return
         try:
-            await anyio.to_thread.run_sync(act.injector.recover, act.intent.state)
+            await anyio.to_thread.run_sync(act.injector.recover, act.state)
         except Exception as e:
             self.journal.recover_failed(key, str(e))
             raise FaultError(f"{key}: recover of injector {act.intent.injector!r} failed: {e}",

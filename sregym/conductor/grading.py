@@ -14,8 +14,8 @@ from sregym.conductor.appdriver import DeployedApp
 from sregym.core.problem import Problem
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
 from sregym.core.trajectory import Trajectory
-from sregym.oracles import MITIGATION_ORACLES, MitigationContext
-from sregym.oracles.scoring import complete_grades
+from sregym.oracles import MITIGATION_ORACLES, MitigationContext, complete_grades
+from sregym.oracles import grade_diagnosis as judge_diagnosis
 
 __all__ = ["complete_grades", "grade_diagnosis", "grade_mitigation", "symptom_lag"]
 
@@ -58,11 +58,7 @@ async def grade_mitigation(problem: Problem, app: DeployedApp, cluster: ClusterH
 def _grade_diagnosis(problem: Problem, trajectory: Trajectory) -> DiagnosisGrade:
     name = problem.oracles.diagnosis.name
     try:
-        from sregym.oracles.diagnosis import grade_diagnosis
-    except ImportError as e:
-        return DiagnosisGrade(oracle=name, judged=False, errors=[f"no diagnosis oracle is available: {e}"])
-    try:
-        return grade_diagnosis(problem.oracles.diagnosis, problem.ground_truth, trajectory.submission("diagnosis"))
+        return judge_diagnosis(problem.oracles.diagnosis, problem.ground_truth, trajectory.submission("diagnosis"))
     except Exception as e:  # noqa: BLE001 - the judge failing must not lose the run
         return DiagnosisGrade(oracle=name, judged=False, errors=[f"{type(e).__name__}: {e}"])
 

@@ -42,7 +42,8 @@ class Intent(BaseModel):
     app_namespace: str
     hidden_namespace: str
     seed: int = 0
-    extras: dict[str, Any] = Field(default_factory=dict, description="JSON-safe FaultContext extras")
+    extras: dict[str, Any] = Field(default_factory=dict, description="the FaultContext fields the journal keeps "
+                                   "(FaultContext.journal_fields: run_id, labels, exclude, node, only_pods)")
 
 
 class RunHeader(BaseModel):

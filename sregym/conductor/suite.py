@@ -173,7 +173,7 @@ def pick_runnable(pending: Sequence[frozenset[str]], running: Sequence[frozenset
 
 def default_node_level(injector: str) -> bool:
     """Whether a registered injector acts on a node (holds the node while it runs)."""
-    from sregym.injectors.api import INJECTORS
+    from sregym.injectors import INJECTORS
 
     if injector not in INJECTORS:  # unknown names are refused by check_problem before a suite starts
         return False
@@ -239,9 +239,8 @@ def load_registries(agent: str) -> None:
     """Fill every plug-in registry in this thread before cells run side by side: a registry loads
     lazily on first use, and two threads racing into that first load can see it empty. Looking the
     agent up also refuses an unknown agent before any cell starts."""
-    from sregym.injectors.api import INJECTORS
-    from sregym.oracles.api import MITIGATION_ORACLES
-    from sregym.oracles.diagnosis import DIAGNOSIS_ORACLES
+    from sregym.injectors import INJECTORS
+    from sregym.oracles import DIAGNOSIS_ORACLES, MITIGATION_ORACLES
 
     from sregym.agentplane.agents import AGENTS
 

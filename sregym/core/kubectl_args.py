@@ -2,7 +2,7 @@
 
 Two readers share it, so they cannot disagree: the agent's tool server (which refuses what it does
 not accept and runs exactly the canonical arguments) and the grader (which reads the recorded call
-to learn what ran, see ``sregym/oracles/actions.py``). It lives in ``core`` because those two are
+to learn what ran, see ``sregym/oracles/_actions.py``). It lives in ``core`` because those two are
 independent layers.
 
 RBAC (and admission) are the real fences; this module closes the paths around them that run on

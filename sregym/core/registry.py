@@ -1,5 +1,10 @@
 """One typed registry per kind of plug-in (injectors, oracles, agents), filled by decorators.
 
+Every kind registers the same way: a class decorator named after the kind, made by
+:meth:`Registry.plugin` (``@injector("pod_kill")``, ``@mitigation_oracle("slo")``,
+``@diagnosis_oracle("checklist_judge")``, ``@agent("react")``). It sets the class's ``name`` and a
+one-line ``summary`` (the first line of its docstring) and registers it.
+
 Built-in plug-ins live in the top-level ``injectors/`` and ``oracles/`` packages; third-party
 packages add theirs through the entry-point groups ``sregym.injectors`` and ``sregym.oracles``
 (an entry point names a module or package; importing it runs its decorators).
@@ -20,6 +25,7 @@ from typing import Generic, TypeVar
 from sregym.core.errors import UnknownNameError, UserInputError
 
 T = TypeVar("T")
+C = TypeVar("C", bound=type)
 
 
 class Registry(Generic[T]):
@@ -46,6 +52,18 @@ class Registry(Generic[T]):
             self._items[name] = obj
             self._origins[name] = origin
             return obj
+
+        return decorate
+
+    def plugin(self, name: str) -> Callable[[C], C]:
+        """Class decorator: name the class ``name`` (and ``summary`` from its docstring's first line
+        unless it sets one), then register it. Each kind's decorator (``injector`` ...) is this."""
+
+        def decorate(cls: C) -> C:
+            cls.name = name
+            if not getattr(cls, "summary", "") and cls.__doc__:
+                cls.summary = cls.__doc__.strip().splitlines()[0]
+            return self.register(name)(cls)
 
         return decorate
 

@@ -92,7 +92,7 @@ class RunFacts:
 def reward_components(reward: Reward | None) -> dict[str, float]:
     """What each term added to (or, for penalties, took from) the reward total.
 
-    The reward is a weighted mean of its measured terms minus penalties (sregym/oracles/reward.py):
+    The reward is a weighted mean of its measured terms minus penalties (sregym/oracles/_reward.py):
     a term's share is ``weight * value / sum of the weights used``; ``penalty_*`` terms count
     negative. Bookkeeping terms (``positive``, raw counts, ``budget_used``) are not components.
     A reward written without weights is taken as already split into components.

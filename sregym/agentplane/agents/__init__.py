@@ -1,5 +1,5 @@
 """Built-in agents (noop, random, react, command); each module registers itself in ``AGENTS``."""
 
-from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask
+from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask, agent, connect, mcp_client, submit
 
-__all__ = ["AGENTS", "Agent", "AgentResult", "AgentTask"]
+__all__ = ["AGENTS", "Agent", "AgentResult", "AgentTask", "agent", "connect", "mcp_client", "submit"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, AsyncIterator, ClassVar, Literal
+from collections.abc import Callable
+from typing import Any, AsyncIterator, ClassVar, Literal, TypeVar
 
 import httpx2
 from mcp import Client
@@ -61,6 +62,8 @@ class AgentResult(BaseModel):
 class Agent:
     """Base of built-in agents. ``kind`` goes into the run record (baseline, llm, external)."""
 
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
     kind: ClassVar[str] = "baseline"
 
     async def run(self, task: AgentTask) -> AgentResult:  # pragma: no cover - interface
@@ -72,6 +75,13 @@ class Agent:
 
 
 AGENTS: Registry[type[Agent]] = Registry("agent", builtin_package="sregym.agentplane.agents")
+A = TypeVar("A", bound=type)
+
+
+def agent(name: str) -> Callable[[A], A]:
+    """Class decorator registering an agent under ``name`` (``@agent("react")``), built from the
+    CLI's ``--agent NAME``."""
+    return AGENTS.plugin(name)
 
 
 @asynccontextmanager

@@ -37,7 +37,7 @@ import anyio
 import anyio.to_thread
 
 from sregym.agentplane.access_token import MCP_TOKEN_ENV
-from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask
+from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask, agent
 from sregym.agentplane.sandbox import AGENT_POD, HOME_DIR, KUBECONFIG_KEY, PROMPT_KEY, SECRET_DIR, parse_egress
 from sregym.core.errors import PrerequisiteError, UserInputError
 
@@ -70,7 +70,7 @@ def agent_environment(task: AgentTask, home: Path | str, kubeconfig: Path | str,
     return env
 
 
-@AGENTS.register("command")
+@agent("command")
 class CommandAgent(Agent):
     """An external agent (any CLI or script) with the MCP URL, its kubeconfig and the prompt.
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask, connect, submit
+from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask, agent, connect, submit
 
 
-@AGENTS.register("noop")
+@agent("noop")
 class NoopAgent(Agent):
     """Submits "no diagnosis" and declares mitigation done without looking at anything."""
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask, connect, submit
+from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask, agent, connect, submit
 from sregym.core.seeds import derive_seed
 
 # Metrics cAdvisor/kubelet and kube-state-metrics expose on any cluster Prometheus scrapes.
@@ -37,7 +37,7 @@ def choose_call(rng: random.Random, namespace: str, tools: set[str]) -> tuple[st
     return "query_metrics", {"query": f'{metric}{{namespace="{namespace}"}}' if metric != "up" else metric}
 
 
-@AGENTS.register("random")
+@agent("random")
 class RandomAgent(Agent):
     """Spends its step budget on seeded random valid read-only calls, then submits "no diagnosis"."""
 

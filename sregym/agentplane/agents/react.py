@@ -15,8 +15,8 @@ from typing import Any
 import anyio
 from mcp.types import Tool
 
-from sregym.agentplane.agents.base import AGENTS, Agent, AgentResult, AgentTask, StopReason, connect, result_text
-from sregym.core.llm import DEFAULT_API_KEY_ENV, ChatClient, ToolCallRequest, function_tool
+from sregym.agentplane.agents.base import Agent, AgentResult, AgentTask, StopReason, agent, connect, result_text
+from sregym.models import DEFAULT_API_KEY_ENV, ChatClient, ToolCallRequest, function_tool
 from sregym.core.trajectory import ModelTurn
 
 MODEL_ENV, BASE_URL_ENV = "SREGYM_MODEL", "SREGYM_BASE_URL"
@@ -52,7 +52,7 @@ def invalid_call_message(call: ToolCallRequest, known: set[str]) -> str | None:
     return None
 
 
-@AGENTS.register("react")
+@agent("react")
 class ReactAgent(Agent):
     """An LLM agent (a ReAct loop with tool calling) over any OpenAI-compatible chat-completions endpoint.
 

@@ -166,8 +166,8 @@ def test_revoked_access_stops_working(cluster, app, tmp_path) -> None:
 
 def test_react_agent_changes_the_cluster_through_the_tools(cluster, agent_kubeconfig, app) -> None:
     from sregym.agentplane.agents.react import ReactAgent
-    from sregym.core.llm import ChatClient
-    from sregym.core.llm_playback import PlaybackServer, raw_tool_call, tool_call
+    from sregym.models import ChatClient
+    from sregym.testing.llm_playback import PlaybackServer, raw_tool_call, tool_call
 
     namespace = app.namespace
     script = [

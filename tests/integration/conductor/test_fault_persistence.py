@@ -41,7 +41,7 @@ from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.loader import load_catalog
 from sregym.core.problem import Problem, Selector
 from sregym.injectors import FaultContext
-from sregym.injectors.node import node_runner, running_pods
+from sregym.injectors._node import node_runner, running_pods
 
 pytestmark = pytest.mark.cluster
 

@@ -121,7 +121,7 @@ class Cycle:
     recover), with the journal round trip through JSON."""
 
     injector: Any
-    state: dict
+    state: Any  # as the injector takes it: its State model, or a dict
 
     def verify(self, timeout: float = 120) -> Verification:
         last: list[Verification] = []
@@ -151,7 +151,8 @@ def start(ctx: FaultContext, name: str, params: dict, target: Selector, mechanis
     caps = ctx.node_capabilities(node) if node else {}
     mech = cls.choose_mechanism(caps, mechanism) if (node or mechanism) else cls.mechanisms[0]
     inj = cls(p, target, ctx, mech)
-    state = json.loads(json.dumps(inj.plan()))  # what the journal holds
+    # what the journal holds, rebuilt as the fault plane and `sregym cleanup` rebuild it
+    state = inj.load_state(json.loads(json.dumps(inj.dump_state(inj.plan()))))
     cycle = Cycle(inj, state)
     STARTED.append(cycle)
     inj.inject(state)

@@ -11,7 +11,7 @@ import pytest
 
 from sregym.cluster.nodeagent import HostRunner, kill_spawned, pids_with_cmdline, spawn
 from sregym.injectors import delayq, sectorfs
-from sregym.injectors.netns import chain_script, unchain_script
+from sregym.injectors._netns import chain_script, unchain_script
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 

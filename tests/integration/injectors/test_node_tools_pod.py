@@ -16,7 +16,7 @@ from sregym.cluster.capabilities import CapabilityCache
 from sregym.cluster.nodeagent import PodRunner, pids_with_cmdline, runner_for
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
-from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
+from sregym.injectors._objects import create_object, delete_object, get_object, list_objects
 
 pytestmark = pytest.mark.cluster
 NS = "webshop-pod"
@@ -52,7 +52,7 @@ def app(cluster):
 @pytest.fixture
 def ctx(cluster, app):
     ctx = context(cluster, NS, CapabilityCache(cluster.kube, HIDDEN_NAMESPACE))
-    ctx.extras["node_runner"] = lambda node: runner_for(cluster.kube, node, HIDDEN_NAMESPACE, prefer_host=False)
+    ctx.node_runner = lambda node: runner_for(cluster.kube, node, HIDDEN_NAMESPACE, prefer_host=False)
     yield ctx
     while STARTED:
         STARTED.pop().recover()
@@ -60,7 +60,7 @@ def ctx(cluster, app):
 
 def test_the_runner_is_the_pod(ctx, app):
     node = _web(app)["spec"]["nodeName"]
-    runner = ctx.extras["node_runner"](node)
+    runner = ctx.node_runner(node)
     assert isinstance(runner, PodRunner)
     assert runner.run(["cat", "/host/proc/1/comm"]).stdout.strip()  # the node's root is there
 
@@ -130,7 +130,7 @@ def test_node_noise_through_the_pod(ctx, app, noise):
     time.sleep(12)  # longer than duration: it must have ended by itself
     token = c.state.get("token") or c.state.get("chain")
     assert token, c.state  # both noises run a process on the node, named by this token
-    runner = ctx.extras["node_runner"](c.state.get("node") or c.state["container"]["node"])
+    runner = ctx.node_runner(c.state.get("node") or c.state["container"]["node"])
     assert not pids_with_cmdline(runner, token)
     c.recover()
     c.recover()

@@ -14,8 +14,8 @@ from sregym.cluster.capabilities import CapabilityCache
 from sregym.cluster.nodeagent import pids_with_cmdline
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
-from sregym.injectors.node import node_runner
-from sregym.injectors.objects import create_object, delete_object, get_object, list_objects
+from sregym.injectors._node import node_runner
+from sregym.injectors._objects import create_object, delete_object, get_object, list_objects
 
 pytestmark = pytest.mark.cluster
 NS = "webshop-t"

@@ -18,7 +18,7 @@ import pytest
 
 from sregym.oracles import MITIGATION_ORACLES, MitigationContext
 from oracles.slo import measure
-from sregym.oracles.slos import slos_from
+from sregym.oracles._slos import slos_from
 
 BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
 SLOS = [

@@ -20,8 +20,8 @@ import pytest
 
 from sregym.core.kubectl_args import parse_kubectl
 from sregym.core.trajectory import ToolCall
-from sregym.oracles.actions import write_targets
-from sregym.oracles.names import related
+from sregym.oracles._actions import write_targets
+from sregym.oracles._names import related
 
 pytestmark = pytest.mark.cluster
 

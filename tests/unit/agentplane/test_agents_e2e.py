@@ -24,8 +24,8 @@ from sregym.agentplane.agents.react import ReactAgent
 from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
 from sregym.core.errors import PrerequisiteError, UserInputError
-from sregym.core.llm import ChatClient
-from sregym.core.llm_playback import PlaybackServer, Reply, raw_tool_call, text, tool_call
+from sregym.models import ChatClient
+from sregym.testing.llm_playback import PlaybackServer, Reply, raw_tool_call, text, tool_call
 
 PROMPT = "An alert fired: checkout p99 latency above 2s in namespace shop."
 

@@ -12,7 +12,7 @@ DOC = Path(__file__).resolve().parents[3] / "docs" / "adding-a-problem.md"
 
 
 def blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", DOC.read_text(), re.DOTALL)
+    return re.findall(rf"```{lang}(?: test)?\n(.*?)```", DOC.read_text(), re.DOTALL)
 
 
 def lab(tmp_path: Path, problem: str) -> list[str]:

@@ -375,3 +375,49 @@ def test_the_cleanup_line_names_what_the_agent_made():
     assert agent_objects_summary(objects) == ("; removed the agent's deployments.apps/escalate; changed by the agent "
                                               "(not undone; the next deploy resets the release's): (release)/api")
     assert agent_objects_summary([]) == ""
+
+
+# A journal line exactly as sregym wrote intents before primitives could declare a typed state and
+# before FaultContext had typed fields (state a plain dict; run id and labels under "extras").
+OLD_INTENT = {"op": "intent", "run_id": "old1", "t": 1.0, "key": "a", "intent": {
+    "key": "a", "kind": "fault", "injector": "unit_typed_file_value", "params": {"file": "WORLD", "value": "x"},
+    "target": {"name": "a"}, "mechanism": "kubernetes-api", "state": {"original": "good"},
+    "app_namespace": "app", "hidden_namespace": "node-ops", "seed": 7,
+    "extras": {"run_id": "old1", "labels": {"app.kubernetes.io/managed-by": "sregym", "node-ops/run": "old1"},
+               "exclude": ["geo"], "node": None}}}
+
+
+def test_a_journal_written_before_typed_state_still_recovers(world: Path, tmp_path: Path):
+    directory = tmp_path / "journal"
+    journal = Journal("old1", directory)
+    journal.start(RunHeader(run_id="old1", problem_id="p", pid=999_999_999))
+    data = json.loads(world.read_text())
+    world.write_text(json.dumps({**data, "a": "x"}))  # the old run had injected
+    line = json.dumps(OLD_INTENT).replace("WORLD", str(world))
+    with journal.path.open("a") as f:
+        f.write(line + "\n" + json.dumps({"op": "applied", "run_id": "old1", "t": 2.0, "key": "a"}) + "\n")
+    [result] = cleanup_all(lambda header: None, directory=directory)
+    assert result.recovered == ["a"] and result.errors == [] and result.closed
+    after = json.loads(world.read_text())
+    assert after["a"] == "good"
+    assert after["_recovered_with"] == {"state": "FileState", "run_id": "old1", "exclude": ["geo"],
+                                        "labels": OLD_INTENT["intent"]["extras"]["labels"]}
+
+
+def test_typed_state_is_journaled_as_the_same_json_and_handed_back_typed(world: Path, tmp_path: Path):
+    journal = Journal("t1", tmp_path / "journal")
+    journal.start(RunHeader(run_id="t1", problem_id="p"))
+    plane = plane_for(journal)
+
+    async def go():
+        await plane.start(key="a", kind="fault", injector="unit_typed_file_value",
+                          params={"file": str(world), "value": "broken"}, target=Selector(name="a"))
+        [intent] = read_journal(journal.path).open_intents
+        assert intent.state == {"original": "good"}  # plain JSON, as before typed states
+        assert set(intent.extras) == {"run_id", "labels", "exclude", "node"}  # the keys journals always had
+        assert intent.extras["run_id"] == "t1"
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+    after = json.loads(world.read_text())
+    assert after["a"] == "good" and after["_recovered_with"]["state"] == "FileState"

@@ -18,7 +18,7 @@ from sregym.core.problem import Problem
 from sregym.core.record import CheckResult
 from sregym.core.registry import import_path
 from sregym.oracles import MITIGATION_ORACLES, MitigationOracle, mitigation_oracle
-from sregym.oracles.api import NoParams
+from sregym.oracles._api import NoParams
 
 FAKES = Path(__file__).parent / "fakes"
 WORLD: dict[str, Path] = {}

@@ -11,7 +11,7 @@ from sregym.cluster import nodeprobe
 from sregym.cluster.capabilities import CAPABILITIES, NodeCapabilities
 from sregym.cluster.nodeagent import HostRunner, node_pod_manifest, node_pod_name, pids_with_cmdline
 from sregym.core.errors import MechanismUnavailable
-from sregym.injectors.api import Injector, Mechanism
+from sregym.injectors._api import Injector, Mechanism
 
 TELLING = re.compile(r"chaos|fault|inject", re.IGNORECASE)
 

@@ -101,8 +101,8 @@ def test_bad_params_name_the_field():
 
 
 def test_names_created_on_nodes_are_neutral():
-    from sregym.injectors.netns import chain_name
-    from sregym.injectors.noise import token
+    from sregym.injectors._netns import chain_name
+    from sregym.injectors._noise import token
     from injectors import latent_sector_error, syscall_failure
 
     telling = re.compile(r"chaos|fault|inject", re.I)

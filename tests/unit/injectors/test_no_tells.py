@@ -5,9 +5,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import sregym.injectors.noise as noise
+import sregym.injectors._noise as noise
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE, RUN_LABEL
-from sregym.injectors.objects import (
+from sregym.injectors._objects import (
     EDIT_MANAGER,
     RESTART_MANAGER,
     field_manager,
@@ -44,7 +44,7 @@ def test_edits_leave_the_managers_a_persons_kubectl_leaves():
 def pods(monkeypatch):
     names = ["cache-1", "frontend-1", "geo-1", "search-1"]
     monkeypatch.setattr(noise, "list_objects", lambda kube, kind, ns: [{"metadata": {"name": n}} for n in names])
-    return SimpleNamespace(kube=None, app_namespace="app", extras={"exclude": ["geo"]})
+    return SimpleNamespace(kube=None, app_namespace="app", exclude=["geo"])
 
 
 def test_harmless_noise_may_touch_the_root_cause_and_curing_noise_may_not(pods):

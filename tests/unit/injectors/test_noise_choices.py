@@ -4,7 +4,7 @@ import pytest
 
 from injectors.noise_log_burst import warning_lines
 from sregym.core.errors import FaultError
-from sregym.injectors.noise import choose, is_excluded
+from sregym.injectors._noise import choose, is_excluded
 
 
 def _obj(name, labels=None):

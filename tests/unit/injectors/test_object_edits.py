@@ -4,7 +4,7 @@ from injectors.image_tag import retag
 from injectors.rbac_revoke import revoke
 from injectors.resource_limits import throttled_periods
 from injectors.dns_failure import qname_hex
-from sregym.injectors.objects import (
+from sregym.injectors._objects import (
     ABSENT,
     RESTART_ANNOTATION,
     _pointer,
@@ -14,7 +14,7 @@ from sregym.injectors.objects import (
     restart_undo_value,
     undo_order,
 )
-from sregym.injectors.observe import terminated_reasons, unschedulable, waiting_reasons
+from sregym.injectors._observe import terminated_reasons, unschedulable, waiting_reasons
 
 
 def test_dig_finds_values_and_marks_missing_ones_absent():

@@ -3,8 +3,8 @@
 import socket
 import struct
 
-from sregym.injectors.delayq import packet_ids, verdict
-from sregym.injectors.sectorfs import bad_overlap, covered_blocks
+from sregym.injectors._delayq import packet_ids, verdict
+from sregym.injectors._sectorfs import bad_overlap, covered_blocks
 
 
 def test_a_read_fails_only_if_it_touches_a_bad_block():

@@ -6,7 +6,7 @@ import pytest
 
 from injectors.resource_stress import pod_level
 from sregym.core.errors import MechanismUnavailable
-from sregym.injectors.stress import stress_argv
+from sregym.injectors._stress import stress_argv
 
 UID = "ff1c4191-8b1b-4b16-aca0-cc3a914699d5"
 

@@ -23,7 +23,7 @@ from sregym.agentplane.server import ServerSettings, build_server
 from sregym.core.kubectl_args import MAX_COMMAND_CHARS, parse_kubectl
 from sregym.core.problem import GroundTruth
 from sregym.core.trajectory import Trajectory
-from sregym.oracles.actions import wrong_remediations
+from sregym.oracles._actions import wrong_remediations
 
 GT = GroundTruth(root_cause="geo's DATABASE_URL points at the wrong port", component="geo",
                  mechanism="misconfigured env var", scope=["geo"])

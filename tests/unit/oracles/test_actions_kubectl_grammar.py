@@ -16,7 +16,7 @@ import pytest
 from sregym.core.kubectl_args import KubectlArgsError, parse_kubectl
 from sregym.core.problem import GroundTruth
 from sregym.core.trajectory import ToolCall, Trajectory
-from sregym.oracles.actions import evidence_coverage, is_write, write_targets, wrong_remediations
+from sregym.oracles._actions import evidence_coverage, is_write, write_targets, wrong_remediations
 
 # geo is broken; every other component is healthy, so a write on it is a wrong remediation.
 GT = GroundTruth(root_cause="geo's DATABASE_URL points at the wrong port", component="geo",

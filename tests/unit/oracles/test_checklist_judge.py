@@ -7,12 +7,12 @@ import re
 
 import pytest
 
-from sregym.core.llm_playback import PlaybackServer, Reply, text
+from sregym.testing.llm_playback import PlaybackServer, Reply, text
 from sregym.core.problem import GroundTruth, OracleRef
 from sregym.core.trajectory import Submission
-from sregym.oracles.checklist import load_checklist
-from sregym.oracles.diagnosis import grade_diagnosis
-from sregym.oracles.judge import MAX_DIAGNOSIS_CHARS, MAX_FIELD_CHARS, JudgeConfig
+from sregym.oracles._checklist import load_checklist
+from sregym.oracles._diagnosis import grade_diagnosis
+from sregym.oracles._judge import MAX_DIAGNOSIS_CHARS, MAX_FIELD_CHARS, JudgeConfig
 
 GT = GroundTruth(
     root_cause="The geo deployment's DATABASE_URL env var points at port 5433 where nothing listens",

@@ -11,10 +11,10 @@ from oracles.scheduling import unschedulable
 from oracles.storage import parse_df, parse_read_all
 from oracles.workload_health import bad_containers, not_terminating, restart_counts
 from sregym.core.errors import ClusterError, UserInputError
-from sregym.oracles.fields import MISSING, Condition, lookup
-from sregym.oracles.netpol import Endpoint, denying_policies
-from sregym.oracles.slos import Slo, baseline_value, slos_from, within
-from sregym.oracles.window import sample_window, window_result
+from sregym.oracles._fields import MISSING, Condition, lookup
+from sregym.oracles._netpol import Endpoint, denying_policies
+from sregym.oracles._slos import Slo, baseline_value, slos_from, within
+from sregym.oracles._window import sample_window, window_result
 
 
 class FakeClock:

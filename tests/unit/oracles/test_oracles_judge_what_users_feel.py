@@ -18,9 +18,9 @@ from sregym.apps.release import template
 from sregym.apps.spec import load_app
 from sregym.core.constants import OBSERVABILITY_NAMESPACE
 from sregym.core.errors import UserInputError
-from sregym.oracles.fields import Condition
-from sregym.oracles.probes import weakened, workload_probes
-from sregym.oracles.slos import checked_slos, render, slos_from
+from sregym.oracles._fields import Condition
+from sregym.oracles._probes import weakened, workload_probes
+from sregym.oracles._slos import checked_slos, render, slos_from
 
 READY = {"httpGet": {"path": "/readyz", "port": "http"}, "periodSeconds": 5, "timeoutSeconds": 3, "failureThreshold": 2}
 LIVE = {"httpGet": {"path": "/healthz", "port": "http"}, "periodSeconds": 10, "timeoutSeconds": 3, "failureThreshold": 3}

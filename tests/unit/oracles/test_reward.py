@@ -7,8 +7,8 @@ import pytest
 from sregym.core.problem import Budgets, GroundTruth
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
 from sregym.core.trajectory import ModelTurn, Submission, ToolCall, Trajectory
-from sregym.oracles.actions import evidence_coverage, wrong_remediations
-from sregym.oracles.reward import compute_reward, load_reward_weights
+from sregym.oracles._actions import evidence_coverage, wrong_remediations
+from sregym.oracles._reward import compute_reward, load_reward_weights
 
 GT = GroundTruth(root_cause="geo's DATABASE_URL points at the wrong port", component="geo",
                  mechanism="misconfigured env var", scope=["geo", "frontend"],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from sregym.core.problem import GroundTruth, OracleRef
 from sregym.core.trajectory import Submission
-from sregym.oracles.diagnosis import grade_diagnosis
-from sregym.oracles.judge import JudgeConfig
-from sregym.oracles.names import same_component
+from sregym.oracles._diagnosis import grade_diagnosis
+from sregym.oracles._judge import JudgeConfig
+from sregym.oracles._names import same_component
 
 GT = GroundTruth(root_cause="postgres data files sit on blocks that return EIO on read",
                  component="postgres", mechanism="latent sector errors on the data volume",

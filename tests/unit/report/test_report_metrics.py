@@ -135,7 +135,7 @@ def test_reward_components_are_weighted_shares_and_negative_penalties():
     from sregym.core.record import Reward
     from sregym.report.metrics import reward_components
 
-    # the shape sregym/oracles/reward.py writes: diagnosis not judged, so its weight is dropped
+    # the shape sregym/oracles/_reward.py writes: diagnosis not judged, so its weight is dropped
     r = Reward(total=0.014286, terms={"evidence": 1.0, "mitigation": 0.0, "efficiency": 0.0, "positive": 0.214286,
                                       "penalty_premature_submission": 0.2, "penalty_invalid_actions": 0.0,
                                       "invalid_actions": 0.0, "budget_used": 0.4},

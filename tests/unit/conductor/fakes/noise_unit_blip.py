@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from sregym.injectors import Injector, Verification, injector
-from sregym.injectors.noise import NoiseParams
+from sregym.injectors._noise import NoiseParams
 
 
 @injector("noise_unit_blip")

@@ -38,7 +38,7 @@ class ContainerRule(Injector[Params]):
 
     def plan(self):
         world = pods(self.params.file)
-        only = self.ctx.extras.get("only_pods")
+        only = self.ctx.only_pods
         uid = [u for u in sorted(world) if only is None or u in only][0]
         return {"container": {"pod_uid": uid, "container_id": world[uid]["container"]}}
 

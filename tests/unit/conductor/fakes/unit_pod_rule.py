@@ -36,7 +36,7 @@ class PodRule(Injector[Params]):
 
     def plan(self):
         uids = sorted(pods(self.params.file))
-        only = self.ctx.extras.get("only_pods")
+        only = self.ctx.only_pods
         uids = [u for u in uids if only is None or u in only]
         return {"container": {"pod_uid": uids[0]}}
 

@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from sregym.core.errors import FaultError
-from sregym.injectors.objects import list_objects
+from sregym.injectors._objects import list_objects
 
 T = TypeVar("T")
 NAME_LABELS = ("app", "app.kubernetes.io/name", "app.kubernetes.io/component", "component", "service")
@@ -41,10 +41,10 @@ def candidates(ctx: Any, kind: str, exclude: Sequence[str], namespace: str | Non
     """Objects of ``kind`` in the app namespace that noise may touch, sorted by name.
 
     ``exclude`` (the noise's params: the problem's own exclusions) always holds. The run's
-    root-cause components (``ctx.extras["exclude"]``, from the conductor) are spared only by noise
+    root-cause components (``ctx.exclude``, from the conductor) are spared only by noise
     that could cure or mask the fault (a restart, lost packets); ``harmless`` noise (log lines,
     a few extra requests) may touch them too, so being touched by noise proves no component innocent."""
-    exclude = [*exclude, *([] if harmless else ctx.extras.get("exclude", []))]
+    exclude = [*exclude, *([] if harmless else ctx.exclude)]
     objs = list_objects(ctx.kube, kind, namespace or ctx.app_namespace)
     return sorted((o for o in objs if not is_excluded(o, exclude)), key=lambda o: o["metadata"]["name"])
 

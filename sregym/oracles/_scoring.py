@@ -6,8 +6,8 @@ from __future__ import annotations
 from sregym.core.problem import Budgets, GroundTruth
 from sregym.core.record import Grades
 from sregym.core.trajectory import Trajectory
-from sregym.oracles.actions import evidence_coverage, wrong_remediations
-from sregym.oracles.reward import RewardWeights, compute_reward, load_reward_weights
+from sregym.oracles._actions import evidence_coverage, wrong_remediations
+from sregym.oracles._reward import RewardWeights, compute_reward, load_reward_weights
 
 
 def complete_grades(grades: Grades, trajectory: Trajectory, ground_truth: GroundTruth, budgets: Budgets,

@@ -8,22 +8,24 @@ conductor calls :func:`grade_diagnosis`.
 from __future__ import annotations
 
 import abc
-from typing import Any, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel
 
+from sregym.core.params import NoParams, validate_params
 from sregym.core.problem import GroundTruth, OracleRef
 from sregym.core.record import DiagnosisGrade
 from sregym.core.registry import Registry
 from sregym.core.trajectory import Submission
-from sregym.oracles.api import NoParams, validate_params
-from sregym.oracles.judge import JudgeConfig
+from sregym.oracles._judge import JudgeConfig
 
 
 class DiagnosisOracle(abc.ABC):
     """Base of a diagnosis oracle. ``grade`` must not touch the cluster: it judges text."""
 
     name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
     Params: ClassVar[type[BaseModel]] = NoParams
 
     def __init__(self, params: BaseModel):
@@ -41,14 +43,12 @@ class DiagnosisOracle(abc.ABC):
 DIAGNOSIS_ORACLES: Registry[type[DiagnosisOracle]] = Registry("diagnosis oracle", "sregym.oracles", "oracles")
 
 
-def diagnosis_oracle(name: str):
-    """Class decorator registering a diagnosis oracle under ``name``."""
+D = TypeVar("D", bound=type)
 
-    def decorate(cls: type[DiagnosisOracle]) -> type[DiagnosisOracle]:
-        cls.name = name
-        return DIAGNOSIS_ORACLES.register(name)(cls)
 
-    return decorate
+def diagnosis_oracle(name: str) -> Callable[[D], D]:
+    """Class decorator registering a diagnosis oracle under ``name`` (``@diagnosis_oracle("checklist_judge")``)."""
+    return DIAGNOSIS_ORACLES.plugin(name)
 
 
 def grade_diagnosis(oracle_ref: OracleRef, ground_truth: GroundTruth, submission: Submission | None,

@@ -7,7 +7,7 @@ set, label, annotate, ...) aimed at components outside the ground truth's compon
 Pure functions of the trajectory; nothing here touches the cluster.
 
 A kubectl call is read with the grammar the tool server used to accept and run it
-(:mod:`sregym.oracles.kubectl_objects`), from the two arguments the server reads (``command`` and
+(:mod:`sregym.oracles._kubectl_objects`), from the two arguments the server reads (``command`` and
 ``stdin``), so what the grader judges is what ran.
 """
 
@@ -17,9 +17,9 @@ from typing import Any
 
 from sregym.core.problem import GroundTruth
 from sregym.core.trajectory import ToolCall, Trajectory
-from sregym.oracles.kubectl_objects import (INVESTIGATION, Reach, acted_on, changes_something, read_call,
+from sregym.oracles._kubectl_objects import (INVESTIGATION, Reach, acted_on, changes_something, read_call,
                                             read_objects, reads_events)
-from sregym.oracles.names import mentions, normalise, related, same_component
+from sregym.oracles._names import mentions, normalise, related, same_component
 
 KUBECTL = "kubectl"  # the tool server's kubectl tool
 

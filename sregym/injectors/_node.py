@@ -4,12 +4,17 @@ from __future__ import annotations
 
 import random
 from dataclasses import asdict, dataclass
-from typing import Any
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from sregym.cluster.nodeagent import NodeRunner, container_pid, runner_for
 from sregym.core.errors import FaultError, UserInputError
 from sregym.core.problem import Selector
-from sregym.injectors.objects import find_workload, get_object, list_objects, namespace_of, pods_of
+from sregym.injectors._objects import find_workload, get_object, list_objects, namespace_of, pods_of
+
+if TYPE_CHECKING:
+    from sregym.injectors._api import FaultContext
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,7 @@ def running_pods(ctx: Any, target: Selector, where: str = "target") -> list[dict
         raise UserInputError(f"{where}: name a Pod or workload, or give labels")
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"
                and not p["metadata"].get("deletionTimestamp")]
-    only = ctx.extras.get("only_pods")
+    only = ctx.only_pods
     if only is not None:  # a re-application: the new pods of the target, not those already faulted
         running = [p for p in running if p["metadata"]["uid"] in only]
     if not running:
@@ -67,11 +72,10 @@ def pick_container(ctx: Any, target: Selector, purpose: str = "pod", where: str 
                            pod["status"].get("podIP") or "")
 
 
-def node_runner(ctx: Any, node: str) -> NodeRunner:
-    """How to run commands on ``node``: ``ctx.extras["node_runner"](node)`` if the conductor gave
-    one, else this host (local provider) or the node pod in the hidden namespace."""
-    factory = ctx.extras.get("node_runner")
-    return factory(node) if factory else runner_for(ctx.kube, node, ctx.hidden_namespace)
+def node_runner(ctx: FaultContext, node: str) -> NodeRunner:
+    """How to run commands on ``node``: ``ctx.node_runner(node)`` if the conductor gave one, else
+    this host (local provider) or the node pod in the hidden namespace."""
+    return ctx.node_runner(node) if ctx.node_runner else runner_for(ctx.kube, node, ctx.hidden_namespace)
 
 
 def live_container_id(ctx: Any, tc: TargetContainer) -> str | None:
@@ -92,3 +96,11 @@ def target_pid(ctx: Any, tc: TargetContainer) -> tuple[NodeRunner, int]:
         raise FaultError(f"pod {tc.namespace}/{tc.pod} container {tc.container} no longer runs")
     runner = node_runner(ctx, tc.node)
     return runner, container_pid(runner, cid)
+
+
+def node_program(module: ModuleType) -> tuple[str, str]:
+    """A node-side program of the kit (``delayq``, ``sectorfs``): the file name it is installed
+    under on a node (its public name, as runs before the kit's modules went private installed it,
+    so a journaled run's process is still found by its command line) and its source."""
+    path = Path(module.__file__ or "")
+    return path.name.removeprefix("_"), path.read_text()

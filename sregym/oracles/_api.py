@@ -5,45 +5,44 @@ code that broke it: an oracle must not import an injector (import-linter enforce
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel
 
-from sregym.core.errors import UserInputError
+from sregym.core.constants import HIDDEN_NAMESPACE
+from sregym.core.params import NoParams, validate_params
 from sregym.core.record import CheckResult
 from sregym.core.registry import Registry
-from sregym.oracles.datafile import first_error
 
+if TYPE_CHECKING:
+    from sregym.cluster.kube import Kube
 
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-def validate_params(model: type[BaseModel], raw: dict[str, Any] | None, *, where: str, owner: str) -> BaseModel:
-    """Validate an oracle's params; the error names the field, what was wrong and which oracle."""
-    try:
-        return model.model_validate(raw or {})
-    except ValidationError as e:
-        raise UserInputError(f"{where}.{first_error(e)} ({owner})") from None
+O = TypeVar("O", bound=type)
 
 
 @dataclass
 class MitigationContext:
-    """``kube``: admin clients; ``prometheus_url``: the in-cluster Prometheus as reached from the
-    host; ``baseline``: SLO measurements taken before injection; ``app``: the app's description."""
+    """``kube``: admin clients; ``namespace``: the app's; ``prometheus_url``: the in-cluster
+    Prometheus as reached from the host; ``baseline``: SLO measurements taken before injection;
+    ``app``: the app's description (``sregym.apps.spec.AppSpec``); ``hidden_namespace``: where
+    fault-plane probes run (the agent cannot read it)."""
 
-    kube: Any
+    kube: Kube | None
     namespace: str
     prometheus_url: str | None = None
     baseline: dict[str, Any] = field(default_factory=dict)
     app: Any = None
     window_seconds: float = 60.0
-    extras: dict[str, Any] = field(default_factory=dict)
+    hidden_namespace: str = HIDDEN_NAMESPACE
 
 
 class MitigationOracle(abc.ABC):
+    """Base of a mitigation oracle: ``check`` probes the live system and returns a CheckResult."""
+
     name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
     Params: ClassVar[type[BaseModel]] = NoParams
 
     def __init__(self, params: BaseModel, ctx: MitigationContext):
@@ -69,9 +68,6 @@ class MitigationOracle(abc.ABC):
 MITIGATION_ORACLES: Registry[type[MitigationOracle]] = Registry("mitigation oracle", "sregym.oracles", "oracles")
 
 
-def mitigation_oracle(name: str):
-    def decorate(cls: type[MitigationOracle]) -> type[MitigationOracle]:
-        cls.name = name
-        return MITIGATION_ORACLES.register(name)(cls)
-
-    return decorate
+def mitigation_oracle(name: str) -> Callable[[O], O]:
+    """Class decorator registering a mitigation oracle under ``name`` (``@mitigation_oracle("slo")``)."""
+    return MITIGATION_ORACLES.plugin(name)

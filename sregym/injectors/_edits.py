@@ -6,8 +6,8 @@ import abc
 from collections.abc import Callable
 from typing import Any
 
-from sregym.injectors.api import Injector, P
-from sregym.injectors.objects import (
+from sregym.injectors._api import Injector, P
+from sregym.injectors._objects import (
     WORKLOAD_KINDS,
     apply_edits,
     container_index,

@@ -13,8 +13,12 @@ depends on the mechanism); while the fault is active the fault plane watches the
 plans and injects the same primitive on each new pod that replaces one carrying it (a journaled
 intent ``<fault>#2``, ``#3``...), as Chaos Mesh does for its selectors. ``carrier_pods(state)``
 names the pods a planned state acts on (by default ``state["container"]["pod_uid"]``); a re-plan
-is asked to choose among new pods only (``FaultContext.extras["only_pods"]``, honoured by
-``sregym.injectors.node.running_pods``).
+is asked to choose among new pods only (``FaultContext.only_pods``, honoured by ``running_pods``).
+
+Planned state is plain JSON in the journal. A primitive may declare its shape as a pydantic model
+(``State = MyState``, a :class:`PlannedState`): ``plan`` then returns an instance, and ``inject``,
+``verify`` and ``recover`` receive one, rebuilt from the journal (an entry written before the model
+existed has the same keys, so it still recovers). Without ``State`` the state is a ``dict``.
 
 A primitive is one module under ``injectors/`` (or a third-party package registered under the
 ``sregym.injectors`` entry-point group)::
@@ -22,8 +26,9 @@ A primitive is one module under ``injectors/`` (or a third-party package registe
     @injector("env_var")
     class EnvVar(Injector[EnvVarParams]):
         Params = EnvVarParams
+        State = EnvVarState            # optional: a PlannedState model
         targets = ("Deployment", "StatefulSet")
-        def plan(self): ...
+        def plan(self) -> EnvVarState: ...
         def inject(self, state): ...
         def verify(self, state): ...
         def recover(self, state): ...
@@ -34,20 +39,22 @@ from __future__ import annotations
 import abc
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
+from sregym.core.constants import OWNER_LABEL, OWNER_VALUE, RUN_LABEL
 from sregym.core.errors import MechanismUnavailable, UserInputError
+from sregym.core.params import NoParams, validate_params
 from sregym.core.problem import Selector
 from sregym.core.registry import Registry
 
-
-class NoParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+if TYPE_CHECKING:
+    from sregym.cluster.kube import Kube
+    from sregym.cluster.nodeagent import NodeRunner
 
 P = TypeVar("P", bound=BaseModel)
+I = TypeVar("I", bound="type[Injector]")  # noqa: E741
 
 
 @dataclass(frozen=True)
@@ -72,31 +79,74 @@ class Verification:
     detail: str = ""
 
 
+def run_labels(run_id: str = "") -> dict[str, str]:
+    """Labels an injector puts on every object it creates, so cleanup can find them."""
+    return {OWNER_LABEL: OWNER_VALUE, **({RUN_LABEL: run_id} if run_id else {})}
+
+
+# What of the context the journal keeps (under an intent's ``extras``), so ``sregym cleanup`` can
+# rebuild it in another process; the names are those journals have always used.
+_JOURNALED = ("run_id", "labels", "exclude", "node", "only_pods")
+
+
 @dataclass
 class FaultContext:
     """What an injector may use. Built by the conductor; never handed to the agent plane.
 
-    ``kube`` is a ``sregym.cluster.kube.Kube`` (admin clients). ``hidden_namespace`` is where
-    fault-plane workloads run: the agent's RBAC cannot read it. ``node_capabilities(node)``
-    returns the probed capability map of a node. ``seed`` is derived from the run seed for this
-    fault, so random choices (which pod, which blocks) repeat with the same seed.
+    ``kube``: the admin clients. ``hidden_namespace``: where fault-plane workloads run (the agent's
+    RBAC cannot read it). ``seed``: derived from the run seed for this fault, so random choices
+    (which pod, which blocks) repeat with the same seed. ``run_id`` and ``labels``: the run, and the
+    labels every object an injector creates must carry (cleanup finds them by these). ``exclude``:
+    the run's root-cause components, which noise that could cure or mask a fault must spare.
+    ``node``: the node the mechanism was chosen on (node-level faults). ``only_pods``: on a
+    re-application, the UIDs of the new pods to choose among. ``node_capabilities(node)``: the
+    probed capability map of a node. ``node_runner(node)``: how to run commands on a node (default:
+    this host for the local provider, else the node pod in the hidden namespace).
     """
 
-    kube: Any
+    kube: Kube | None
     app_namespace: str
     hidden_namespace: str
     seed: int = 0
+    run_id: str = ""
+    labels: dict[str, str] = field(default_factory=run_labels)
+    exclude: list[str] = field(default_factory=list)
+    node: str | None = None
+    only_pods: list[str] | None = None
     node_capabilities: Callable[[str], dict[str, bool]] = field(default=lambda node: {})
-    extras: dict[str, Any] = field(default_factory=dict)
+    node_runner: Callable[[str], NodeRunner] | None = None
+
+    def journal_fields(self) -> dict[str, Any]:
+        """The JSON-safe part of the context the journal keeps (an intent's ``extras``)."""
+        out = {"run_id": self.run_id, "labels": dict(self.labels), "exclude": list(self.exclude), "node": self.node}
+        if self.only_pods is not None:
+            out["only_pods"] = list(self.only_pods)
+        return out
+
+    @classmethod
+    def from_journal(cls, extras: dict[str, Any], **fields: Any) -> FaultContext:
+        """A context rebuilt from a journaled intent's ``extras`` (missing keys take defaults, so an
+        entry written by an older version still recovers)."""
+        kept = {k: extras[k] for k in _JOURNALED if extras.get(k) is not None}
+        return cls(**fields, **kept)
+
+
+class PlannedState(BaseModel):
+    """Base of a primitive's typed planned state (``Injector.State``). Keys an older version of the
+    primitive journaled are kept, so what was planned is what is recovered."""
+
+    model_config = ConfigDict(extra="allow")
 
 
 class Injector(abc.ABC, Generic[P]):
     """Base class of a fault primitive. Subclasses set ``Params`` and may set ``mechanisms``,
     ``targets`` (accepted selector kinds), ``node_level`` and ``pod_scoped`` (the fault dies with
-    its pod, so the fault plane re-applies it to new ones)."""
+    its pod, so the fault plane re-applies it to new ones), and ``State`` (a :class:`PlannedState`
+    model of what ``plan`` returns; without it the state is a ``dict``)."""
 
     name: ClassVar[str] = ""
     Params: ClassVar[type[BaseModel]] = NoParams
+    State: ClassVar[type[PlannedState] | None] = None
     mechanisms: ClassVar[tuple[Mechanism, ...]] = (KUBERNETES_API,)
     targets: ClassVar[tuple[str, ...]] = ()
     node_level: ClassVar[bool] = False
@@ -113,13 +163,19 @@ class Injector(abc.ABC, Generic[P]):
     @classmethod
     def parse_params(cls, raw: dict[str, Any], *, where: str = "params") -> BaseModel:
         """Validate raw parameters; errors name the field and what was expected."""
-        try:
-            return cls.Params.model_validate(raw or {})
-        except ValidationError as e:
-            first = e.errors()[0]
-            loc = ".".join(str(x) for x in first["loc"]) or "(root)"
-            raise UserInputError(f"{where}.{loc}: {first['msg']} (injector {cls.name!r})",
-                                 hint=f"see `sregym show-injector {cls.name}` for its parameters") from None
+        return validate_params(cls.Params, raw, where=where, owner=f"injector {cls.name!r}",
+                               hint=f"see `sregym show-injector {cls.name}` for its parameters")
+
+    # -- planned state -------------------------------------------------------------------------
+    @classmethod
+    def load_state(cls, raw: dict[str, Any]) -> Any:
+        """The planned state as the lifecycle methods take it, from its journaled form."""
+        return cls.State.model_validate(raw) if cls.State is not None else raw
+
+    @staticmethod
+    def dump_state(state: Any) -> dict[str, Any]:
+        """The journaled (JSON) form of a planned state."""
+        return state.model_dump(mode="json") if isinstance(state, BaseModel) else dict(state)
 
     @classmethod
     def check_target(cls, target: Selector, *, where: str = "target") -> None:
@@ -157,9 +213,9 @@ class Injector(abc.ABC, Generic[P]):
         re-applies it to the target's new pods while it is active). Default: ``pod_scoped``."""
         return self.pod_scoped
 
-    def carrier_pods(self, state: dict[str, Any]) -> set[str]:
+    def carrier_pods(self, state: Any) -> set[str]:
         """UIDs of the pods whose deletion takes this planned fault with it."""
-        container = state.get("container")
+        container = self.dump_state(state).get("container")
         uid = container.get("pod_uid") if isinstance(container, dict) else None
         return {uid} if uid else set()
 
@@ -170,43 +226,37 @@ class Injector(abc.ABC, Generic[P]):
         namespace, volumes and objects outlive its containers)."""
         return False
 
-    def carriers(self, state: dict[str, Any]) -> set[str]:
+    def carriers(self, state: Any) -> set[str]:
         """What must still run for this planned fault to hold: its carrier pods' UIDs and, when it
         dies with its container, that container's id (as the pod status gives it)."""
         found = set(self.carrier_pods(state))
-        container = state.get("container")
+        container = self.dump_state(state).get("container")
         if self.dies_with_container() and isinstance(container, dict) and container.get("container_id"):
             found.add(container["container_id"])
         return found
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def plan(self) -> dict[str, Any]:
-        """Read the world and decide everything ``recover`` needs. No change allowed here."""
-        return {}
+    def plan(self) -> Any:
+        """Read the world and decide everything ``recover`` needs. No change allowed here. Returns
+        a ``State`` instance when the primitive declares one, else a JSON-safe ``dict``."""
+        return self.State() if self.State is not None else {}
 
     @abc.abstractmethod
-    def inject(self, state: dict[str, Any]) -> None:
+    def inject(self, state: Any) -> None:
         """Apply the fault. ``state`` is what ``plan`` returned (already journaled)."""
 
     @abc.abstractmethod
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: Any) -> Verification:
         """Whether the fault has taken effect (observed, not assumed)."""
 
     @abc.abstractmethod
-    def recover(self, state: dict[str, Any]) -> None:
+    def recover(self, state: Any) -> None:
         """Undo the fault. Idempotent: safe after a partial inject, a crash, or a prior recover."""
 
 
 INJECTORS: Registry[type[Injector]] = Registry("injector", "sregym.injectors", "injectors")
 
 
-def injector(name: str, *, registry: Registry[type[Injector]] = INJECTORS):
-    """Class decorator registering a fault primitive under ``name``."""
-
-    def decorate(cls: type[Injector]) -> type[Injector]:
-        cls.name = name
-        if not cls.summary and cls.__doc__:
-            cls.summary = cls.__doc__.strip().splitlines()[0]
-        return registry.register(name)(cls)
-
-    return decorate
+def injector(name: str) -> Callable[[I], I]:
+    """Class decorator registering a fault primitive under ``name`` (``@injector("pod_kill")``)."""
+    return INJECTORS.plugin(name)

@@ -6,8 +6,8 @@ import anyio
 import pytest
 
 from sregym.core.errors import PrerequisiteError, UserInputError
-from sregym.core.llm import ChatClient, LLMConfigError, LLMResponseError, LLMUnavailableError, function_tool
-from sregym.core.llm_playback import PlaybackServer, Reply, ScriptedToolCall, raw_tool_call, text, tool_call
+from sregym.models import ChatClient, LLMConfigError, LLMResponseError, LLMUnavailableError, function_tool
+from sregym.testing.llm_playback import PlaybackServer, Reply, ScriptedToolCall, raw_tool_call, text, tool_call
 
 KUBECTL_TOOL = function_tool("kubectl", "run kubectl", {"type": "object", "properties": {"args": {"type": "array"}}})
 

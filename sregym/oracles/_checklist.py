@@ -12,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from sregym.oracles.datafile import builtin_file, load_model_file
+from sregym.oracles._datafile import builtin_file, load_model_file
 
 
 class _Strict(BaseModel):

@@ -14,8 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from sregym.core.problem import Budgets, GroundTruth
 from sregym.core.record import DiagnosisGrade, MitigationGrade, Reward
 from sregym.core.trajectory import Trajectory
-from sregym.oracles.actions import evidence_coverage, wrong_remediations
-from sregym.oracles.datafile import builtin_file, load_model_file
+from sregym.oracles._actions import evidence_coverage, wrong_remediations
+from sregym.oracles._datafile import builtin_file, load_model_file
 
 TERMS = ("evidence", "diagnosis", "mitigation", "efficiency")
 

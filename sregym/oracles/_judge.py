@@ -20,11 +20,12 @@ from typing import Any, Protocol
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from sregym.core.errors import UserInputError
-from sregym.core.llm import ChatClient, ChatResult, LLMError
+from sregym.core.params import first_error
+from sregym.models import ChatClient, ChatResult, LLMError
 from sregym.core.problem import GroundTruth
 from sregym.core.record import DiagnosisGrade
 from sregym.core.trajectory import Submission
-from sregym.oracles.checklist import Answer, Checklist, score_answers
+from sregym.oracles._checklist import Answer, Checklist, score_answers
 
 # Only these ground-truth fields reach the judge: they describe the incident. ``faulty_fault_ids``
 # and ``evidence`` describe how the benchmark is built and graded, so they stay out.
@@ -150,9 +151,7 @@ def parse_reply(text: str | None, checklist: Checklist) -> list[Answer]:
     try:
         reply = JudgeReply.model_validate(data)
     except ValidationError as e:
-        first = e.errors()[0]
-        loc = ".".join(str(x) for x in first["loc"]) or "(root)"
-        raise ValueError(f"{loc}: {first['msg']}") from None
+        raise ValueError(first_error(e)) from None
     ids = [a.id for a in reply.answers]
     expected = checklist.question_ids()
     missing = [q for q in expected if q not in ids]

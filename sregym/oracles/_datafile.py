@@ -10,6 +10,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from sregym.core.errors import UserInputError
+from sregym.core.params import first_error
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -31,9 +32,3 @@ def load_model_file(path: Path, model: type[M], what: str) -> M:
         return model.model_validate(raw or {})
     except ValidationError as e:
         raise UserInputError(f"{path}: {first_error(e)}") from None
-
-
-def first_error(e: ValidationError) -> str:
-    """``field.path: message`` of the first validation error (one clear message, not a dump)."""
-    first = e.errors()[0]
-    return f"{'.'.join(str(x) for x in first['loc']) or '(root)'}: {first['msg']}"

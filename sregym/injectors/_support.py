@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sregym.injectors.api import INJECTORS
+from sregym.injectors._api import INJECTORS
 
 
 @dataclass(frozen=True)

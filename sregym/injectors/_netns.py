@@ -16,8 +16,8 @@ from typing import Any
 
 from sregym.cluster.nodeagent import NodeRunner, process_starttime
 from sregym.core.errors import FaultError
-from sregym.injectors.api import Injector, P, Verification
-from sregym.injectors.node import TargetContainer, node_runner, pick_container, target_pid
+from sregym.injectors._api import Injector, P, Verification
+from sregym.injectors._node import TargetContainer, node_runner, pick_container, target_pid
 
 
 def chain_name(token: str) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sregym.apps import lifecycle
-from sregym.apps.slo import measure_slos
+from sregym.apps.slo import MIN_RATE_WINDOW_SECONDS, measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
 from sregym.cluster.handle import ClusterHandle
 
@@ -99,8 +99,10 @@ class AppsDriver:
         return current.ready, "; ".join(current.problems) or "all workloads ready"
 
     def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
-        """Record each workload's probes, let the workload run ``window_s`` seconds, then measure
-        every SLO over that window. Taken before any fault: the oracles compare with it."""
+        """Record each workload's probes, let the workload run ``window_s`` seconds (at least
+        ``MIN_RATE_WINDOW_SECONDS``: a shorter rate is too few requests to compare with), then
+        measure every SLO over that window. Taken before any fault: the oracles compare with it."""
+        window_s = max(window_s, MIN_RATE_WINDOW_SECONDS)
         spec = deployed.info or self.spec(deployed.name)
         healthy, detail = self.health(deployed, cluster)
         probes = workload_probes(cluster, deployed.namespace)

@@ -95,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
     for i, pid in enumerate(problems, 1):
         wall, entries = validate_one(pid, args, log)
         ok = bool(entries) and all(e.get("ok") for e in entries)
-        walls[pid] = wall / max(1, len(entries))  # per validation: a problem with N seeds runs N
+        if entries:  # a process that crashed before validating measures nothing
+            walls[pid] = wall / len(entries)  # per validation: a problem with N seeds runs N
         if not ok:
             invalid.append(pid)
         steps = ", ".join(f"{s['name']} {s['seconds']:.0f}s" for s in entries[-1]["steps"]) if entries else "-"
-        print(f"[{i}/{len(problems)}] {pid:<45} {walls[pid]:7.1f} s  {'valid' if ok else 'INVALID'}  ({steps})",
-              flush=True)
+        print(f"[{i}/{len(problems)}] {pid:<45} {walls.get(pid, wall):7.1f} s  {'valid' if ok else 'INVALID'}  "
+              f"({steps})", flush=True)
     total = time.monotonic() - started
     values = list(walls.values())
     if not values:

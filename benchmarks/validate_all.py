@@ -4,11 +4,12 @@
     python benchmarks/validate_all.py --all                # every problem of the catalog
     python benchmarks/validate_all.py hotel_db_port_wrong shop_db_pool_leak
 
-Each problem is validated by its own ``sregym validate ID --seeds N --log FILE`` process (what a
-user runs: process start, imports, deploy-or-reuse and every step count), one after another on
-the current cluster. Prints each problem's wall seconds and verdict, then the median, p95 and
-total, and their ratio to the figures issue 18 measured before (median about 100 s per problem,
-``validate --all`` 107 minutes for 44 problems). Exits 1 when a target is missed (median
+The problems are validated one after another on the current cluster as ``sregym validate --all``
+does (one process, one app driver; a problem's wall time counts deploy-or-reuse and every step),
+each result appended to ``--log`` in the format of ``sregym validate --log``. Prints each
+problem's wall seconds and verdict, then the median, p95 and total, and their ratio to the figures
+issue 18 measured before (median about 100 s per problem, ``validate --all`` 107 minutes for 44
+problems). Exits 1 when a target is missed (median
 <= 40 s, p95 <= 120 s) or a problem is not valid, 2 when nothing could be measured. A script,
 not a timed test: run it on an otherwise idle cluster (``flock /tmp/sg/cluster.lock ...`` where
 the cluster is shared).
@@ -17,14 +18,13 @@ the cluster is shared).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+import anyio
 
 from sregym.core.loader import load_catalog
 
@@ -53,24 +53,34 @@ def chosen_problems(args: argparse.Namespace) -> list[str]:
     return [lp.id for lp in catalog.suite_problems(args.suite)]
 
 
-def validate_one(problem_id: str, args: argparse.Namespace, log: Path) -> tuple[float, list[dict]]:
-    """Wall seconds of one ``sregym validate`` process and the log lines it appended."""
-    before = len(log.read_text().splitlines()) if log.exists() else 0
-    cmd = [sys.executable, "-m", "sregym", "validate", problem_id, "--seeds", str(args.seeds), "--log", str(log),
-           "--noise" if args.noise else "--no-noise"]
-    if args.grade_window is not None:
-        cmd += ["--grade-window", str(args.grade_window)]
-    if args.kubeconfig:
-        cmd += ["--kubeconfig", str(args.kubeconfig)]
-    start = time.monotonic()
-    proc = subprocess.run(cmd, capture_output=not args.verbose, text=True, env=os.environ.copy())
-    wall = time.monotonic() - start
-    lines = log.read_text().splitlines()[before:] if log.exists() else []
-    entries = [json.loads(line) for line in lines if line.strip()]
-    if proc.returncode not in (0, 5) and not entries:  # 5: validated, not valid; anything else: it crashed
-        tail = (proc.stderr or proc.stdout or "")[-600:] if not args.verbose else ""
-        print(f"  {problem_id}: sregym validate exited {proc.returncode} {tail}", file=sys.stderr)
-    return wall, entries
+async def validate_all(problems: list[str], args: argparse.Namespace, log: Path) -> dict[str, list[dict]]:
+    """Validate each problem for each seed, one after another, as ``sregym validate --all`` does
+    (one process, one app driver); each result is appended to ``log`` with its wall seconds
+    (deploy-or-reuse and every step) and printed as it finishes."""
+    from sregym.cluster.providers import current_cluster
+    from sregym.conductor.appdriver import app_driver
+    from sregym.conductor.validate import validate_problem
+    from sregym.core.jsonlines import append_json_line
+
+    catalog = load_catalog()
+    cluster = current_cluster(args.kubeconfig, None)
+    driver = app_driver()
+    results: dict[str, list[dict]] = {}
+    for i, pid in enumerate(problems, 1):
+        problem = catalog.problem(pid).problem
+        for seed in range(args.seeds):
+            start = time.monotonic()
+            res = await validate_problem(problem, cluster=cluster, driver=driver, seed=seed, noise=args.noise,
+                                         **({"grade_window": args.grade_window} if args.grade_window else {}))
+            entry = res.record(time.monotonic() - start)
+            append_json_line(log, entry)
+            results.setdefault(pid, []).append(entry)
+            steps = ", ".join(f"{s['name']} {s['seconds']:.0f}s" for s in entry["steps"])
+            bad = next((s for s in entry["steps"] if not s["ok"]), None)
+            print(f"[{i}/{len(problems)}] {pid:<40} seed {seed} {entry['wall_seconds']:6.1f} s  "
+                  f"{'valid' if res.ok else 'INVALID'}  ({steps})" + (f"\n    {bad['name']}: {bad['detail']}"
+                                                                       if bad else ""), flush=True)
+    return results
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -83,25 +93,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--grade-window", type=float, default=None, help="passed to sregym validate")
     parser.add_argument("--kubeconfig", type=Path, default=None)
     parser.add_argument("--log", type=Path, default=None, help="keep the validate log here (default: a temp file)")
-    parser.add_argument("--verbose", action="store_true", help="show sregym validate's own output")
     args = parser.parse_args(argv)
     problems = chosen_problems(args)
     log = args.log or Path(tempfile.mkdtemp(prefix="validate-all-")) / "validate.jsonl"
     print(f"validating {len(problems)} problem(s), seeds {args.seeds}, noise {'on' if args.noise else 'off'}; "
           f"log {log}", flush=True)
-    walls: dict[str, float] = {}
-    invalid: list[str] = []
     started = time.monotonic()
-    for i, pid in enumerate(problems, 1):
-        wall, entries = validate_one(pid, args, log)
-        ok = bool(entries) and all(e.get("ok") for e in entries)
-        if entries:  # a process that crashed before validating measures nothing
-            walls[pid] = wall / len(entries)  # per validation: a problem with N seeds runs N
-        if not ok:
-            invalid.append(pid)
-        steps = ", ".join(f"{s['name']} {s['seconds']:.0f}s" for s in entries[-1]["steps"]) if entries else "-"
-        print(f"[{i}/{len(problems)}] {pid:<45} {walls.get(pid, wall):7.1f} s  {'valid' if ok else 'INVALID'}  "
-              f"({steps})", flush=True)
+    results = anyio.run(validate_all, problems, args, log)
+    # per validation (a problem with N seeds is validated N times)
+    walls = {pid: sum(e["wall_seconds"] for e in es) / len(es) for pid, es in results.items()}
+    invalid = [pid for pid in problems if not results.get(pid) or not all(e["ok"] for e in results[pid])]
     total = time.monotonic() - started
     values = list(walls.values())
     if not values:

@@ -29,8 +29,8 @@ MIN_RATE_WINDOW = f"{MIN_RATE_WINDOW_SECONDS}s"
 
 
 class SloParams(WindowParams):
-    interval_seconds: float | None = Field(None, gt=0, description="time between samples; default: every "
-                                           "5 s or every scrape, whichever is longer (no sample without new data)")
+    interval_seconds: float | None = Field(None, gt=0, description="time between samples; default: every 5 s "
+                                           "or every scrape, whichever is longer (no sample without new data)")
     only: list[str] = Field(default_factory=list, description="check only these SLO names (a latency SLO brings "
                             "the success rate with it: latency counts answered requests only)")
     slos: list[dict[str, Any]] = Field(default_factory=list,
@@ -85,6 +85,7 @@ class SloOracle(MitigationOracle):
                     reasons.append(f"{s.name}: {why}")
             return not reasons, {"values": values} | ({"reason": "; ".join(reasons)} if reasons else {})
 
-        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), sample_interval(p))
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), sample_interval(p),
+                                min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction,
                              evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos}})

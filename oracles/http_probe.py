@@ -19,13 +19,14 @@ import json
 import re
 import secrets
 import time
+from collections.abc import Callable
 from typing import Any
 
 from kubernetes import client
 from pydantic import Field, model_validator
 
 from sregym.oracles import (OWNER_LABEL, OWNER_VALUE, CheckResult, ClusterError, MitigationOracle, Sample,
-                            WindowParams, mitigation_oracle, window_of, window_result)
+                            WindowParams, lost, mitigation_oracle, window_of, window_result)
 
 PROBE_IMAGE = "sregym/base:bookworm"
 
@@ -158,6 +159,21 @@ def ensure_namespace(core: client.CoreV1Api, name: str) -> None:
                 raise ClusterError(f"cannot create namespace {name}: {e2.reason}") from None
 
 
+# the probe pod's phase when it was stopped because its answers already failed the check
+LOST = "stopped: the answers so far fail the check"
+
+
+def judged(logs: str, p: HttpProbeParams) -> list[Sample]:
+    """One sample per complete JSON line of the probe pod's log (a line being written is skipped)."""
+    samples = []
+    for raw in logs.splitlines():
+        try:
+            samples.append(judge_line(json.loads(raw), p))
+        except (json.JSONDecodeError, AttributeError):
+            continue
+    return samples
+
+
 @mitigation_oracle("http_probe")
 class HttpProbe(MitigationOracle):
     """``requests`` HTTP requests to ``url`` over the window, from a pod inside the cluster."""
@@ -174,26 +190,27 @@ class HttpProbe(MitigationOracle):
         ensure_namespace(core, ns)
         core.create_namespaced_pod(ns, probe_pod(name, ns, p, window_s))
         try:
-            phase, logs = self._wait(core, name, ns, window_s + p.requests * p.timeout_seconds + 180)
+            phase, logs = self._wait(core, name, ns, window_s + p.requests * p.timeout_seconds + 180,
+                                     lambda text: lost(judged(text, p), p.min_pass_fraction, p.requests))
         finally:
             try:
                 core.delete_namespaced_pod(name, ns, grace_period_seconds=0)
             except client.ApiException:
                 pass  # already gone
-        samples = []
-        for raw in logs.splitlines():
-            try:
-                samples.append(judge_line(json.loads(raw), p))
-            except (json.JSONDecodeError, AttributeError):
-                continue
+        samples = judged(logs, p)
         evidence = {"url": p.url, "probe_phase": phase, "requests": p.requests}
-        if len(samples) < p.requests:
+        if phase == LOST:  # the answers so far already fail the check: the rest cannot change it
+            evidence["stopped_after"] = len(samples)
+        elif len(samples) < p.requests:
             evidence["missing_answers"] = p.requests - len(samples)
             samples += [Sample(window_s, False, {"reason": f"probe pod ended ({phase}) before this request"})
                         for _ in range(p.requests - len(samples))]
         return window_result(self.name, samples, p.min_pass_fraction, evidence=evidence)
 
-    def _wait(self, core: client.CoreV1Api, name: str, ns: str, timeout: float) -> tuple[str, str]:
+    def _wait(self, core: client.CoreV1Api, name: str, ns: str, timeout: float,
+              decided: Callable[[str], bool]) -> tuple[str, str]:
+        """The pod's phase and log once it ended, or ``LOST`` and the log so far as soon as
+        ``decided`` says the answers so far fail the check whatever the rest would be."""
         deadline = time.monotonic() + timeout
         phase = "Pending"
         while time.monotonic() < deadline:
@@ -201,6 +218,13 @@ class HttpProbe(MitigationOracle):
             phase = pod.status.phase or "Pending"
             if phase in ("Succeeded", "Failed"):
                 break
+            if phase == "Running":
+                try:
+                    so_far = core.read_namespaced_pod_log(name, ns) or ""
+                except client.ApiException:
+                    so_far = ""
+                if decided(so_far):
+                    return LOST, so_far
             waiting = [cs.state.waiting.reason for cs in pod.status.container_statuses or []
                        if cs.state and cs.state.waiting and cs.state.waiting.reason in
                        ("ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName")]

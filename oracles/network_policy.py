@@ -87,5 +87,6 @@ class NoNetworkPolicyDenying(MitigationOracle):
             detail = {"policies": len(policies), "pairs": len(sources) * len(targets)}
             return not denied, detail | ({"reason": "denied by " + ", ".join(sorted(denied))} if denied else {})
 
-        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds)
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds,
+                                min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction, evidence={"namespace": ns})

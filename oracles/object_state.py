@@ -86,7 +86,8 @@ class _FieldOracle(MitigationOracle):
                 ok, why = False, "; ".join(evidence["stale"][:3])
             return ok, evidence | ({"reason": why} if not ok else {})
 
-        samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds)
+        samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds,
+                                min_pass_fraction=self.params.min_pass_fraction)
         return window_result(self.name, samples, self.params.min_pass_fraction, evidence={"namespace": ns})
 
 

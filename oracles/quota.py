@@ -58,5 +58,6 @@ class QuotaNotBinding(MitigationOracle):
             bound = [b for q in quotas for b in binding(q, p.margin, p.resources)]
             return not bound, {"reason": "; ".join(bound)} if bound else {"quotas": len(quotas)}
 
-        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds)
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds,
+                                min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction, evidence={"namespace": ns})

@@ -52,5 +52,6 @@ class PodsSchedulable(MitigationOracle):
             stuck = unschedulable(pods, p.grace_seconds, datetime.now(timezone.utc))
             return not stuck, {"reason": "; ".join(stuck)} if stuck else {"pods": len(pods)}
 
-        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds)
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds,
+                                min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction, evidence={"namespace": ns})

@@ -15,14 +15,19 @@ from typing import Any
 from pydantic import Field
 
 from sregym.apps.observability import scrape_interval_seconds
-from sregym.apps.slo import query_value
+from sregym.apps.slo import MIN_RATE_WINDOW_SECONDS, query_value
 from sregym.oracles import (CheckResult, ClusterError, MitigationOracle, Slo, WindowParams, baseline_value,
                             checked_slos, mitigation_oracle, parse_duration, render, sample_window, slos_from,
                             window_of, window_result, within)
 
 
+# the default rate window: the shortest a success rate at the load generator's rate means something over
+MIN_RATE_WINDOW = f"{MIN_RATE_WINDOW_SECONDS}s"
+
+
 class SloParams(WindowParams):
-    interval_seconds: float = Field(15.0, gt=0)
+    interval_seconds: float | None = Field(None, gt=0, description="time between samples; default: every 5 s "
+                                           "or every scrape, whichever is longer (no sample without new data)")
     only: list[str] = Field(default_factory=list, description="check only these SLO names (a latency SLO brings "
                             "the success rate with it: latency counts answered requests only)")
     slos: list[dict[str, Any]] = Field(default_factory=list,
@@ -30,11 +35,17 @@ class SloParams(WindowParams):
     success_rate_tolerance: float = Field(0.02, ge=0, le=1, description="allowed absolute drop below the baseline")
     latency_factor: float = Field(1.5, ge=1, description="allowed latency as a multiple of the baseline")
     latency_slack_seconds: float = Field(0.05, ge=0, description="added to the latency limit (noise floor)")
-    rate_window: str = Field("1m", pattern=r"^\d+[smh]$", description="replaces $window in the queries")
+    rate_window: str = Field(MIN_RATE_WINDOW, pattern=r"^\d+[smh]$", description="replaces $window in the queries")
     namespace: str | None = None
 
 
-def measure(slos: list[Slo], prometheus_url: str, namespace: str, rate_window: str = "1m") -> dict[str, float | None]:
+def sample_interval(params: SloParams) -> float:
+    """Seconds between samples: as given, else 5 s, never more often than Prometheus scrapes."""
+    return params.interval_seconds or max(5.0, scrape_interval_seconds())
+
+
+def measure(slos: list[Slo], prometheus_url: str, namespace: str,
+            rate_window: str = MIN_RATE_WINDOW) -> dict[str, float | None]:
     """One reading of every SLO (``None``: no data)."""
     return {s.name: query_value(prometheus_url, render(s.query, namespace, rate_window)) for s in slos}
 
@@ -71,6 +82,7 @@ class SloOracle(MitigationOracle):
                     reasons.append(f"{s.name}: {why}")
             return not reasons, {"values": values} | ({"reason": "; ".join(reasons)} if reasons else {})
 
-        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds)
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), sample_interval(p),
+                                min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction,
                              evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos}})

@@ -74,7 +74,7 @@ class _InPod(MitigationOracle):
     def check(self) -> CheckResult:
         ns = self.params.namespace or self.ctx.namespace
         samples = sample_window(lambda: self.probe_in(ns), window_of(self.params, self.ctx.window_seconds),
-                                self.params.interval_seconds)
+                                self.params.interval_seconds, min_pass_fraction=self.params.min_pass_fraction)
         return window_result(self.name, samples, self.params.min_pass_fraction,
                              evidence={"namespace": ns, "path": self.params.path})
 

@@ -176,7 +176,8 @@ class WorkloadHealth(MitigationOracle):
                 first.setdefault(k, counts[k])
             return not problems, {"reason": "; ".join(problems)[:500]} if problems else {"workloads": len(workloads)}
 
-        samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds)
+        samples = sample_window(probe, window_of(self.params, self.ctx.window_seconds), self.params.interval_seconds,
+                                min_pass_fraction=self.params.min_pass_fraction)
         # Old pods of a stuck rollout keep serving, so availability alone can pass while the
         # desired spec never runs: by the end of the window every rollout must be complete.
         stuck = [r for w in self._workloads(ns) if (r := rollout_incomplete(w))]

@@ -104,6 +104,10 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
             ready = w.status.ready_replicas or 0
             if kind == "Deployment" and (w.status.updated_replicas or 0) < desired:
                 ready = min(ready, w.status.updated_replicas or 0)  # an old ReplicaSet's pods do not count
+            if kind == "Deployment" and not rollout_complete(w, desired):
+                # old pods still serve a rollout just asked for (a fix, a restart): they read as
+                # ready, but what runs is not yet what the spec says (kubectl rollout status's rule)
+                ready = min(ready, max(0, desired - 1))
             out.workloads.append(WorkloadStatus(kind=kind, name=w.metadata.name, ready=ready, desired=desired))
     pods = kube.core.list_namespaced_pod(ns).items
     if spec.workload:  # the load generator runs apart (see loadgen_namespace), but it is the app's
@@ -126,6 +130,15 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                                   ready=bool(statuses) and all(cs.ready for cs in statuses),
                                   restarts=sum(cs.restart_count for cs in statuses), reason=_pod_reason(pod)))
     return out
+
+
+def rollout_complete(deployment: Any, desired: int) -> bool:
+    """``kubectl rollout status``'s test: the controller saw the latest spec, every replica is
+    updated and available, and no old replica is left."""
+    st = deployment.status
+    return ((st.observed_generation or 0) >= (deployment.metadata.generation or 0)
+            and (st.updated_replicas or 0) >= desired and (st.replicas or 0) <= (st.updated_replicas or 0)
+            and (st.available_replicas or 0) >= (st.updated_replicas or 0))
 
 
 def loadgen_namespace() -> str:

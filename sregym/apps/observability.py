@@ -60,8 +60,9 @@ def node_ports() -> dict[str, int]:
 
 
 def scrape_interval_seconds() -> float:
-    """How often Prometheus scrapes, as the chart sets it."""
-    return parse_duration(str(_chart_values()["prometheus"]["scrapeInterval"]))
+    """How often Prometheus scrapes the pods that ask for it (the load generators, whose counters
+    the SLOs read, and the apps), as the chart sets it: how far a metric lags the system."""
+    return parse_duration(str(_chart_values()["prometheus"]["podScrapeInterval"]))
 
 
 def conductor_is_the_node(cluster: ClusterHandle) -> bool:

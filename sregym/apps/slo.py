@@ -10,6 +10,13 @@ import httpx
 from sregym.apps.spec import AppSpec, SloSpec, load_app
 from sregym.core.errors import ClusterError
 
+# The shortest window a success rate means something over. The load generators send about 5
+# requests a second (4.3-5 measured), so 20 s hold ~90-100 requests and ~10 scrapes at the 2 s pod
+# scrape (charts/observability ``podScrapeInterval``): one stray failed request then moves the rate
+# by ~1%, inside the SLO oracle's 2% tolerance. Over 10 s (~45 requests) one stray failure alone
+# would reach the tolerance, and the rate would jump with the scrape phase.
+MIN_RATE_WINDOW_SECONDS = 20
+
 
 def query_value(prometheus_url: str, query: str, *, timeout: float = 15.0) -> float | None:
     """One number from an instant query; None when there is no (finite) data yet."""

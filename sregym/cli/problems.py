@@ -133,7 +133,7 @@ def validate(
     difficulty: DifficultyOpt = [],  # noqa: B006
     app: AppOpt = [],  # noqa: B006
     split: SplitOpt = [],  # noqa: B006
-    grade_window: GradeWindowOpt = 30.0,
+    grade_window: GradeWindowOpt = 10.0,
     verify_timeout: VerifyTimeoutOpt = 90.0,
     charts_dir: ChartsDirOpt = [],  # noqa: B006
     problems_dir: ProblemsDirOpt = [],  # noqa: B006

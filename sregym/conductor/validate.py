@@ -115,7 +115,7 @@ def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: 
 
 
 async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: AppDriver | None = None,
-                           grade_window: float = 30.0, verify_timeout: float = 90.0,
+                           grade_window: float = 10.0, verify_timeout: float = 90.0,
                            console: Console | None = None, noise: bool = True, seed: int = 0,
                            restart: bool = True) -> ProblemValidation:
     """Validate ``problem`` once with run seed ``seed`` (which chooses the noise schedule).

@@ -8,6 +8,7 @@ only if enough samples pass (all, by default).
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -39,14 +40,20 @@ class Sample:
 Probe = Callable[[], tuple[bool, dict[str, Any]]]
 
 
-def sample_window(probe: Probe, window_s: float, interval_s: float, *,
+def sample_window(probe: Probe, window_s: float, interval_s: float, *, min_pass_fraction: float | None = None,
                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
                   ) -> list[Sample]:
     """Call ``probe`` at the start, every ``interval_s``, and once at the end of the window.
 
+    With ``min_pass_fraction`` (what :func:`window_result` will be given), sampling stops as soon
+    as so many samples failed that the window can no longer pass, however the rest would go (at
+    most ``max_samples`` are taken): the verdict is the same, reached without waiting out a window
+    that is already lost. A window that may still pass is always sampled to its end.
+
     A probe that raises a ``SregymError`` (cluster unreachable, object gone) is a failed sample
     with the message as detail; other exceptions are bugs and propagate.
     """
+    most = max_samples(window_s, interval_s)
     start = clock()
     samples: list[Sample] = []
     while True:
@@ -56,10 +63,25 @@ def sample_window(probe: Probe, window_s: float, interval_s: float, *,
         except SregymError as e:
             ok, detail = False, {"error": e.message}
         samples.append(Sample(round(t, 2), ok, detail))
+        if min_pass_fraction is not None and lost(samples, min_pass_fraction, most):
+            return samples
         elapsed = clock() - start
         if elapsed >= window_s:
             return samples
         sleep(min(interval_s, window_s - elapsed))
+
+
+def max_samples(window_s: float, interval_s: float) -> int:
+    """The most samples :func:`sample_window` takes: one at the start, one after each full
+    interval inside the window, and one at its end."""
+    return math.floor(window_s / interval_s) + 2
+
+
+def lost(samples: list[Sample], min_pass_fraction: float, most: int) -> bool:
+    """Whether the failed samples alone keep the window from passing, for any number of samples
+    up to ``most`` (passing needs failed <= (1 - fraction) * n, and n <= most)."""
+    failed = sum(not s.passed for s in samples)
+    return failed > (1 - min_pass_fraction) * most + 1e-9
 
 
 def window_result(name: str, samples: list[Sample], min_pass_fraction: float = 1.0, *,

@@ -28,7 +28,7 @@ from polling import eventually
 pytestmark = pytest.mark.cluster
 
 LITE = [lp.id for lp in load_catalog().suite_problems("lite")]
-# two minutes or so each: the 36 outside the lite suite take over an hour
+# 30-150 s each (10 s windows; SLO problems keep their own 120 s): the rest take well over half an hour
 OTHERS = [pytest.param(pid, marks=pytest.mark.long) for pid in sorted(load_catalog().problems) if pid not in LITE]
 
 

@@ -38,6 +38,44 @@ def test_window_samples_from_start_to_end_and_one_bad_sample_fails():
     assert window_result("x", samples, min_pass_fraction=0.8).passed is True
 
 
+def sampled(outcomes: list[bool], window: float, interval: float, fraction: float | None,
+            probe_seconds: float = 0.0) -> list:
+    clock = FakeClock()
+    results = iter(outcomes)
+
+    def probe():
+        clock.now += probe_seconds
+        return next(results), {}
+
+    return sample_window(probe, window, interval, min_pass_fraction=fraction, clock=clock, sleep=clock.sleep)
+
+
+def test_a_window_that_can_no_longer_pass_stops_at_once_and_one_that_can_is_sampled_to_its_end():
+    # all must pass: the first failure decides
+    assert len(sampled([True, False] + [True] * 10, 60, 5, 1.0)) == 2
+    # half must pass over at most 6 samples (20 s at 5 s): lost at the 4th failure, not before
+    assert len(sampled([False] * 10, 20, 5, 0.5)) == 4
+    # alternating may still pass: sampled to the end
+    assert [s.t for s in sampled([True, False] * 5, 20, 5, 0.5)] == [0, 5, 10, 15, 20]
+    # passing windows always run to their end
+    assert [s.t for s in sampled([True] * 10, 20, 5, 1.0)] == [0, 5, 10, 15, 20]
+
+
+def test_stopping_a_lost_window_early_never_changes_the_verdict():
+    import random
+
+    r = random.Random(7)
+    for _ in range(3000):
+        window, interval = r.choice([0, 3, 10, 20, 60, 120]), r.choice([1, 2.5, 5, 15])
+        fraction = r.choice([1.0, 0.9, 0.7, 0.5, 0.2])
+        outcomes = [r.random() < r.choice([0.1, 0.5, 0.9, 1.0]) for _ in range(200)]
+        slow = r.choice([0.0, 0.4, 3.0])  # a probe takes time too
+        full = sampled(outcomes, window, interval, None, slow)
+        early = sampled(outcomes, window, interval, fraction, slow)
+        assert early == full[:len(early)]
+        assert window_result("x", early, fraction).passed == window_result("x", full, fraction).passed
+
+
 def test_a_cluster_error_in_a_sample_is_a_failed_sample_not_a_crash():
     clock = FakeClock()
 
@@ -193,9 +231,9 @@ def test_validation_waits_for_metric_windows_only_where_an_oracle_reads_one():
     from sregym.core.loader import load_problem_file
 
     problems = Path(__file__).parents[3] / "problems"
-    # slo at a 30 s rate: the window, and one 15 s scrape, before the rate covers the fault
-    assert symptom_lag(load_problem_file(problems / "hotel_frontend_user_partition.yaml").problem) == 45
+    # slo at a 30 s rate: the window, and one 2 s scrape of the load generator, before the rate covers the fault
+    assert symptom_lag(load_problem_file(problems / "hotel_frontend_user_partition.yaml").problem) == 32
     # live-state probes see a change at once
     assert symptom_lag(load_problem_file(problems / "hotel_geo_container_port.yaml").problem) == 0
     # the longest wins when a problem has both kinds
-    assert symptom_lag(load_problem_file(problems / "hotel_search_rate_network_policy.yaml").problem) == 45
+    assert symptom_lag(load_problem_file(problems / "hotel_search_rate_network_policy.yaml").problem) == 32

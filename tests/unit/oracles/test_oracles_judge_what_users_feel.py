@@ -110,6 +110,21 @@ def test_json_paths_index_lists_and_the_body_pattern_must_match():
     assert not judge_line({"status": 200, "body": "<html>"}, p).passed
 
 
+def test_the_probe_stops_once_its_answers_already_fail_the_check_and_never_while_it_may_pass():
+    import json
+
+    from oracles.http_probe import judged
+    from sregym.oracles import lost
+
+    p = params(expect_json=["hotels"], requests=10, min_pass_fraction=0.9)
+    good = json.dumps({"t": 0, "status": 200, "body": '{"hotels": [1]}'})
+    bad = json.dumps({"t": 0, "status": None, "error": "timed out", "body": ""})
+    # one failure in ten may still pass at 0.9; a second cannot; a line being written is not an answer
+    assert not lost(judged("\n".join([bad, good, good]), p), p.min_pass_fraction, p.requests)
+    assert lost(judged("\n".join([bad, good, bad]), p), p.min_pass_fraction, p.requests)
+    assert len(judged(good + "\n" + bad[:20], p)) == 1
+
+
 def test_a_probe_must_declare_what_a_working_answer_looks_like():
     with pytest.raises(ValueError, match="say what a working answer looks like"):
         params()

@@ -234,9 +234,23 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 notes.append(f"{f['path']} block {b}: {'errno ' + got if got != 'ok' else 'reads fine'}")
         return Verification(ok, "; ".join(notes))
 
+    def _repair(self, runner: Any, f: dict[str, Any], servers: list[tuple[int, str]]) -> bool:
+        """Ask the file's servers to pass every block through (a repaired disk); whether they said so."""
+        for pid, start in servers:
+            if process_starttime(runner, pid) == start:
+                runner.run(["kill", "-USR1", str(pid)], check=False)
+        log = f"{WORK_DIR}/{f['token']}.log"
+        return poll(lambda: "pass-through" in runner.run(["cat", log], check=False).stdout, timeout=5, interval=0.2)
+
     def recover(self, state: dict[str, Any]) -> None:
+        """Repair, then unmount: database backends that opened the file through the mount keep their
+        descriptors, and they read the real data from then on, as from a disk whose bad sectors were
+        remapped. The server exits by itself once the last of them closes (a pod that goes closes
+        them all); one that did not say it passes through is stopped, as before."""
         runner = node_runner(self.ctx, state["container"]["node"])
         for f in state["files"]:
+            servers = pids_with_cmdline(runner, f["token"])
+            repaired = bool(servers) and self._repair(runner, f, servers)
             if f.get("node_path"):  # every copy, wherever containers took it, before the server goes
                 runner.run(["python3", "-c", _UNMOUNT_EVERYWHERE, f["node_path"], f["path"]], check=False)
             if state["mechanism"] == DM_DUST.name:
@@ -254,5 +268,8 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                                check=False)
                 for cmd in dust.teardown_commands(f["token"], image, mnt):
                     runner.run(["sh", "-c", cmd], check=False)
+            if repaired:  # most go at once (nothing held them open); a held one serves until released
+                poll(lambda: not pids_with_cmdline(runner, f["token"]), timeout=3, interval=0.3)
+                continue
             for pid, start in pids_with_cmdline(runner, f["token"]):
                 kill_spawned(runner, pid, start)

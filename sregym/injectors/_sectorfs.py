@@ -15,6 +15,12 @@ kernel's FUSE protocol directly over ``/dev/fuse`` (no libfuse needed):
 Processes that opened the file before the mount keep their old descriptor (they read the disk
 directly) until they reopen it: the same is true of a bad sector that a cache hides.
 
+Recovery is a repaired disk, not a pulled one: ``SIGUSR1`` turns every bad block good (the server
+then only passes reads and writes through and prints ``pass-through``), after which recover lazily
+unmounts it everywhere. Processes that opened the file through it (database backends keep their
+descriptors) go on reading the real data through it; when the last such descriptor closes the
+kernel ends the connection (``DESTROY``, or ``ENODEV`` on ``/dev/fuse``) and the server exits.
+
 Usage: ``python3 sectorfs.py PID PATH BLOCK_SIZE BLOCKS ERRNO TOKEN [NODE_PATH [NODE_NS]]`` (BLOCKS
 comma separated; TOKEN only names the process so recover can find it). With NODE_PATH (the same file
 as the node sees it, on the volume's directory) the mount goes there, in the mount namespace of
@@ -27,6 +33,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
+import signal
 import struct
 import sys
 
@@ -61,6 +68,11 @@ def covered_blocks(offset: int, size: int, block_size: int) -> set[int]:
 class SectorFS:
     def __init__(self, fuse_fd: int, backing_fd: int, block_size: int, bad: set[int], err: int):
         self.fd, self.backing, self.block_size, self.bad, self.err = fuse_fd, backing_fd, block_size, bad, err
+
+    def repair(self, *_: object) -> None:
+        """Every block reads again (a ``SIGUSR1`` handler: recover asks for it before unmounting)."""
+        self.bad = set()
+        print("pass-through", flush=True)
 
     def attr(self) -> bytes:
         st = os.fstat(self.backing)
@@ -181,8 +193,10 @@ def main(argv: list[str]) -> None:
     else:
         backing = os.open(f"/proc/{pid}/root/{path.lstrip('/')}", os.O_RDWR)
         mount_in_container(pid, path, fuse_fd, 0o100000)
+    fs = SectorFS(fuse_fd, backing, block_size, bad, getattr(errno, err))
+    signal.signal(signal.SIGUSR1, fs.repair)
     print("serving", flush=True)
-    SectorFS(fuse_fd, backing, block_size, bad, getattr(errno, err)).serve()
+    fs.serve()
 
 
 if __name__ == "__main__":

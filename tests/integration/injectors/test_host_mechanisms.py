@@ -2,6 +2,7 @@
 
 import errno
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -55,6 +56,44 @@ def test_sector_fs_fails_reads_of_bad_blocks_only_in_the_target_namespace(tmp_pa
         kill_spawned(runner, fs_pid, start)
     assert not pids_with_cmdline(runner, token)
     assert os.pread(os.open(f"/proc/{pid}/root{data}", os.O_RDONLY), 4096, 5 * 4096)[:1] == b"\x05"
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse")
+def test_sector_fs_repaired_keeps_serving_open_descriptors_then_exits(tmp_path, private_mount_ns):
+    """Recovery is a repaired disk: a process that opened the file through the mount (a database
+    backend) reads every block again after SIGUSR1 and the lazy unmount, and the server exits once
+    the last such descriptor closes (nothing left behind)."""
+    data = tmp_path / "blob"
+    data.write_bytes(b"".join(bytes([i]) * 4096 for i in range(8)))
+    pid = private_mount_ns
+    runner = HostRunner("this-host")
+    token = f"sfs-repair-{os.getpid()}"
+    fs_pid, start = spawn(runner, [sys.executable, sectorfs.__file__, str(pid), str(data), "4096", "2,3", "EIO", token],
+                          log=str(tmp_path / "log"))
+    try:
+        deadline = time.time() + 10
+        while str(data) not in Path(f"/proc/{pid}/mounts").read_text() and time.time() < deadline:
+            time.sleep(0.1)
+        fd = os.open(f"/proc/{pid}/root{data}", os.O_RDONLY)
+        with pytest.raises(OSError) as e:  # a whole 8 KiB page bad: an I/O error, not a short read
+            os.pread(fd, 8192, 2 * 4096)
+        assert e.value.errno == errno.EIO
+        os.kill(fs_pid, signal.SIGUSR1)
+        deadline = time.time() + 5
+        while "pass-through" not in (tmp_path / "log").read_text() and time.time() < deadline:
+            time.sleep(0.1)
+        assert os.pread(fd, 8192, 2 * 4096) == b"\x02" * 4096 + b"\x03" * 4096
+        subprocess.run(["nsenter", "-t", str(pid), "-m", "--", "umount", "-l", str(data)], check=True)
+        assert os.pread(fd, 4096, 3 * 4096)[:1] == b"\x03"  # the old descriptor still works
+        assert pids_with_cmdline(runner, token), "the server left while a descriptor was open"
+        os.close(fd)
+        deadline = time.time() + 10
+        while pids_with_cmdline(runner, token) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not pids_with_cmdline(runner, token), "the server did not exit after the last descriptor closed"
+    finally:
+        subprocess.run(["nsenter", "-t", str(pid), "-m", "--", "umount", "-l", str(data)], check=False)
+        kill_spawned(runner, fs_pid, start)
 
 
 def _netns_python(code: str) -> str:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+from shop_users import order_histories
 
 from sregym.cluster.kube import helm_path
 
@@ -382,10 +383,30 @@ def chart_services(kube, ns: str) -> list[str]:
     return sorted(d["metadata"]["name"] for d in yaml.safe_load_all(manifest) if d and d.get("kind") == "Service")
 
 
+def shop_order_histories(kube, ns: str) -> Effect:
+    """Every shopper's order history through the shop's front (``web``), each shopper the shop's
+    database names: a bad block under some archives fails only those shoppers, which no service's
+    own health check shows."""
+    peer = _python_pod(kube, ns, avoid="web")
+    if peer is None:
+        return Effect(True, "no running pod of the app's image to ask from")
+    asked, failed = order_histories(kube, ns, *peer, f"http://web:{service_port(kube, ns, 'web')}")
+    return Effect(bool(failed), f"order histories: {asked - len(failed)}/{asked} answer"
+                                + (f"; {len(failed)} fail, first: {failed[0]}" if failed else ""))
+
+
+# Paths users take that no Service's health check exercises, by the Services that show the app.
+USER_PATHS = {frozenset({"web", "api", "shop-db"}): shop_order_histories}
+
+
 def users_served(kube, ns: str) -> Effect:
-    """Every Service of the chart (the load generator aside) answers as it should, from another pod:
-    ``present`` here means something users need is broken."""
+    """Every Service of the chart (the load generator aside) answers as it should, from another pod,
+    and the app's user paths that no health check covers work (``USER_PATHS``): ``present`` here
+    means something users need is broken."""
     # the load generator is the grader's (its Service lives in the observability namespace now)
-    effects = [(s, serves(kube, ns, s)) for s in chart_services(kube, ns) if not s.startswith("loadgen")]
+    services = [s for s in chart_services(kube, ns) if not s.startswith("loadgen")]
+    effects = [(s, serves(kube, ns, s)) for s in services]
+    effects += [(check.__name__, check(kube, ns)) for shows, check in USER_PATHS.items() if shows <= set(services)]
     broken = [f"{s}: {e.evidence}" for s, e in effects if e.present]
-    return Effect(bool(broken), "; ".join(broken) or f"all of {len(effects)} services answer")
+    return Effect(bool(broken), "; ".join(broken) or "; ".join(
+        [f"all of {len(services)} services answer"] + [e.evidence for s, e in effects if s not in services]))

@@ -79,9 +79,35 @@ def test_latent_sector_error_noop_agent_fails(cluster, tmp_path):
     assert "volume_readable" in [c.name for c in record.grades.mitigation.checks]
 
 
+def _running_pod(cluster, ns: str, workload: str) -> str:
+    pods = cluster.kube.core.list_namespaced_pod(ns).items
+    return next(p.metadata.name for p in pods if p.metadata.name.startswith(f"{workload}-")
+                and p.status.phase == "Running" and not p.metadata.deletion_timestamp)
+
+
+def _bad_block_servers() -> list[int]:
+    """PIDs of the bad-block file systems serving pg_largeobject's file (the local cluster's node is
+    this host)."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "sectorfs.py" in cmd and "base/16384/2613" in cmd:
+            found.append(int(pid))
+    return found
+
+
 def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
-    """Restarting the database must not pass the oracle: the blocks stay bad until the data moves."""
+    """Restarting the database must not pass the oracle: the blocks stay bad until the data moves.
+    Meanwhile the restarted database reads the bad pages itself: PostgreSQL logs the I/O error, the
+    api answers those shoppers 500 with it, and the users check sees them. Right after recovery
+    every archive reads again, through the descriptors the backends opened during the fault too,
+    and the file system's server exits once those backends are gone."""
     import secrets
+
+    from shop_users import order_histories
 
     from sregym.conductor.appdriver import app_driver
     from sregym.conductor.faultplane import FaultPlane
@@ -91,13 +117,14 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
 
     problem = load_catalog().problem("latent_sector_error").problem
     app_driver().deploy(problem.app, cluster)
+    ns = "online-shop"
     fault, oracle = problem.faults[0], problem.oracles.mitigation[0]
     run_id = "v" + secrets.token_hex(4)
     journal = Journal(run_id)
     journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
                             context=cluster.context))
-    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace="online-shop", run_id=run_id, run_seed=0)
-    ctx = MitigationContext(kube=cluster.kube, namespace="online-shop", prometheus_url=None, baseline={}, app=None,
+    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=ns, run_id=run_id, run_seed=0)
+    ctx = MitigationContext(kube=cluster.kube, namespace=ns, prometheus_url=None, baseline={}, app=None,
                             window_seconds=5)
 
     def readable() -> bool:
@@ -106,28 +133,57 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
         assert result.passed or "Input/output error" in str(result.evidence) + result.message, result
         return result.passed
 
+    def api_archives() -> tuple[int, list[str]]:
+        """Every shopper's archive from the api (its error text included), asked from the web pod."""
+        return order_histories(cluster.kube, ns, _running_pod(cluster, ns, "web"), "web", "http://api:8080",
+                               "/customers/{}/orders/archive")
+
     async def scenario() -> bool:
         await plane.start(key=fault.id, kind="fault", injector=fault.injector, params=fault.params,
                           target=fault.target, mechanism=fault.mechanism)
         assert (await plane.verify(fault.id, timeout=60)).ok
         assert not readable()
         core = cluster.kube.core
-        old_uid = core.read_namespaced_pod("shop-db-0", "online-shop").metadata.uid
+        old_uid = core.read_namespaced_pod("shop-db-0", ns).metadata.uid
 
         def new_pod_ready() -> bool:
             try:
-                pod = core.read_namespaced_pod("shop-db-0", "online-shop")
+                pod = core.read_namespaced_pod("shop-db-0", ns)
             except client.ApiException:
                 return False  # between the old pod's end and the new one's creation
             return pod.metadata.uid != old_uid and any(
                 c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
 
-        core.delete_namespaced_pod("shop-db-0", "online-shop")
+        core.delete_namespaced_pod("shop-db-0", ns)
         eventually(new_pod_ready, timeout=240, every=2, what="a new shop-db-0 Ready")
-        return readable()
+        still_bad = not readable()
+
+        # the database reads the bad pages itself now (its buffers are empty): a real I/O error,
+        # not a short read, in its log and in the api's answers for the shoppers on those pages
+        asked, failed = eventually(lambda: (lambda r: r if r[1] else None)(api_archives()), timeout=60, every=3,
+                                   what="an archive on a bad page failing")
+        assert 0 < len(failed) < asked, failed
+        assert all("could not read block" in f and "Input/output error" in f for f in failed), failed
+        db_log = cluster.kube.kubectl("logs", "-n", ns, "shop-db-0", "-c", "postgres").stdout
+        assert 'in file "base/16384/2613": Input/output error' in db_log, db_log[-2000:]
+        assert "of 8192 bytes" not in db_log, db_log[-2000:]  # no short read of a half-bad page
+
+        assert not await plane.recover_all()
+        # a repaired disk reads at once, also through the descriptors backends opened during the fault
+        asked, failed = api_archives()
+        assert asked and not failed, failed
+        # the server stays only while those descriptors are open: gone once the backends are
+        assert cluster.kube.kubectl(
+            "exec", "-n", ns, "shop-db-0", "-c", "postgres", "--", "sh", "-c",
+            'psql -h /tmp -U "$POSTGRES_USER" -d postgres -Atc "SELECT count(pg_terminate_backend(pid)) '
+            "FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid()\"").returncode == 0
+        eventually(lambda: not _bad_block_servers(), timeout=30, every=1, what="the bad-block server to exit")
+        eventually(lambda: (lambda r: r[0] and not r[1])(api_archives()), timeout=60, every=3,
+                   what="every archive answering after the backends reconnected")
+        return still_bad
 
     try:
-        assert anyio.run(scenario) is False
+        assert anyio.run(scenario) is True
     finally:
-        assert not anyio.run(plane.recover_all)
+        assert not anyio.run(plane.recover_all)  # idempotent
         journal.close()

@@ -8,7 +8,6 @@ import json
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Protocol
 
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import Kube
@@ -28,16 +27,6 @@ REQUIRED_ACCESS = [
     ("create", "coordination.k8s.io", "leases", True), ("patch", "", "nodes", False),
     ("create", "apps", "daemonsets", True),
 ]
-
-
-class Provider(Protocol):
-    name: str
-    provider: str
-
-    def up(self, progress=..., **kw) -> ClusterHandle: ...
-    def down(self, progress=..., **kw) -> list[str]: ...
-    def status(self) -> dict[str, str]: ...
-    def handle(self) -> ClusterHandle: ...
 
 
 class KindCluster:

@@ -229,7 +229,7 @@ async def _validate_live(runs: list[tuple[LoadedProblem, int]], kubeconfig: Path
     import time
 
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.validate import validate_problem
     from sregym.core.jsonlines import append_json_line
     from sregym.report.docblock import checkout

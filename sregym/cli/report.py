@@ -100,7 +100,7 @@ def suite_run(
     """Run every (problem, seed, noise) cell of a suite with one agent; resumable after a kill."""
     from sregym.cli.options import catalog
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.checks import check_problem
     from sregym.conductor.node_leases import NodeLeases
     from sregym.conductor.suite import SuiteRunner

@@ -68,7 +68,7 @@ def run(
     130. If the process is killed, `sregym cleanup` undoes what it left.
     """
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.checks import check_problem
     from sregym.conductor.run import run_problem
 

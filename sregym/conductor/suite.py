@@ -42,9 +42,9 @@ from rich.progress import (
 from rich.text import Text
 
 import sregym
-from sregym.conductor.agent import agent_info
+from sregym.conductor.agent import agent_class, agent_info
 from sregym.conductor.checks import NOISE_PREFIX
-from sregym.conductor.run import INDEX_FILE, new_run_id, write_record
+from sregym.conductor.episode import INDEX_FILE, new_run_id, write_record
 from sregym.core.errors import PrerequisiteError, UnknownNameError, UserInputError
 from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
@@ -247,8 +247,7 @@ def load_registries(agent: str) -> None:
 
     for registry in (INJECTORS, MITIGATION_ORACLES, DIAGNOSIS_ORACLES, AGENTS):
         registry.load()
-    if agent != "oracle":  # the conductor builds the oracle agent itself
-        AGENTS.get(agent)
+    agent_class(agent)
 
 
 def _default_run_fn() -> RunFn:

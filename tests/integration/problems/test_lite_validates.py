@@ -83,7 +83,7 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
     """Restarting the database must not pass the oracle: the blocks stay bad until the data moves."""
     import secrets
 
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.faultplane import FaultPlane
     from sregym.conductor.grading import _check_one
     from sregym.conductor.journal import Journal, RunHeader

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sregym.conductor.run import write_record
+from sregym.conductor.episode import write_record
 from sregym.conductor.suite import SuiteRunner, read_index
 from sregym.core.errors import FaultError, PrerequisiteError, UserInputError
 from sregym.core.problem import Problem

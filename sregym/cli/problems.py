@@ -99,6 +99,7 @@ SCHEMAS = {
     "suite": "sregym.core.problem:Suite",
     "run-record": "sregym.core.record:RunRecord",
     "trajectory": "sregym.core.trajectory:Trajectory",
+    "run-settings": "sregym.core.settings:RunSettings",
 }
 
 
@@ -106,7 +107,7 @@ def schema(
     out: Annotated[Optional[Path], typer.Option(help="Write <name>.schema.json files into this folder "
                                                      "instead of printing one JSON object.")] = None,
 ) -> None:
-    """JSON Schema of the problem, suite, run record and trajectory formats."""
+    """JSON Schema of the problem, suite, run record, trajectory and run settings (`run --settings`) formats."""
     import importlib
 
     schemas = {}

@@ -47,6 +47,7 @@ from sregym.core.errors import ClusterError, SregymError
 from sregym.core.jsonlines import append_json_line
 from sregym.core.problem import AppRef, Problem
 from sregym.core.record import AgentInfo, RunRecord, Versions
+from sregym.core.settings import RunSettings
 
 INDEX_FILE = "index.jsonl"
 T = TypeVar("T")
@@ -150,15 +151,15 @@ class Episode:
     """One (problem, seed, noise) episode on ``cluster``; see the module docstring.
 
     ``agent_seconds`` is how long the timeline's noise is planned to play after the onset.
-    ``record_to``: keep a run record (naming ``agent`` and ``suite``) and write it there on
-    leaving. ``plugin_dirs`` go into the journal so ``sregym cleanup`` can rebuild plug-in
+    ``record_to``: keep a run record (naming ``agent``, ``suite`` and the run's ``settings``) and
+    write it there on leaving. ``plugin_dirs`` go into the journal so ``sregym cleanup`` can rebuild plug-in
     injectors after a crash."""
 
     def __init__(self, problem: Problem, *, cluster: ClusterHandle, seed: int, noise: bool,
                  agent_seconds: float, driver: AppDriver | None = None, console: Console | None = None,
                  verify_timeout: float = 90.0, journal_dir: Path | None = None,
                  plugin_dirs: Sequence[Path] = (), kind: str = "r", record_to: Path | None = None,
-                 agent: AgentInfo | None = None, suite: str | None = None):
+                 agent: AgentInfo | None = None, suite: str | None = None, settings: RunSettings | None = None):
         self.problem, self.cluster, self.seed, self.noise = problem, cluster, seed, noise
         self.driver = driver or app_driver()
         self.verify_timeout = verify_timeout
@@ -177,7 +178,7 @@ class Episode:
             self.record = RunRecord(
                 run_id=self.run_id, problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite,
                 app=problem.app.name, namespace=problem.app.namespace or "", agent=agent or AgentInfo(name="?"),
-                seed=seed, noise=noise, difficulty=problem.difficulty.value,
+                seed=seed, noise=noise, settings=settings, difficulty=problem.difficulty.value,
                 tags=problem.tags.model_dump(mode="json"), versions=versions(cluster), timeline=self.timeline)
         self._before_agent: agent_objects.Snapshot | None = None
         self._recovered = False

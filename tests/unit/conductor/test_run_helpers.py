@@ -14,6 +14,7 @@ from sregym.conductor.run import budgets_for, forbidden_words
 from sregym.core.errors import PrerequisiteError
 from sregym.core.problem import Problem
 from sregym.core.record import AgentInfo, RunRecord, Versions
+from sregym.core.settings import RunSettings
 
 
 @pytest.fixture()
@@ -38,8 +39,9 @@ def test_run_ids_are_neutral_and_unique():
 
 
 def test_budget_flags_override_the_problem(problem: Problem):
-    assert budgets_for(problem, None, None, None).model_dump() == {"steps": 30, "seconds": 600, "tokens": None}
-    assert budgets_for(problem, 5, 60, 1000).model_dump() == {"steps": 5, "seconds": 60, "tokens": 1000}
+    assert budgets_for(problem, RunSettings()).model_dump() == {"steps": 30, "seconds": 600, "tokens": None}
+    given = RunSettings(budget_steps=5, budget_seconds=60, budget_tokens=1000)
+    assert budgets_for(problem, given).model_dump() == {"steps": 5, "seconds": 60, "tokens": 1000}
 
 
 def test_noise_never_touches_the_root_cause(problem: Problem):

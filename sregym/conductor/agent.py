@@ -15,7 +15,7 @@ from sregym.cluster.handle import ClusterHandle
 from sregym.apps import DeployedApp
 from sregym.conductor.oracle_agent import OracleAgent
 from sregym.core.problem import Budgets
-from sregym.core.errors import PrerequisiteError, UserInputError
+from sregym.core.errors import UserInputError
 from sregym.core.record import AgentInfo
 from sregym.core.trajectory import Trajectory
 
@@ -28,10 +28,8 @@ def agent_class(name: str) -> Any:
     plane, e.g. the oracle), else one from the agent plane's registry (unknown: UnknownNameError)."""
     if name in CONDUCTOR_AGENTS:
         return CONDUCTOR_AGENTS[name]
-    try:
-        from sregym.agentplane.agents import AGENTS
-    except ImportError as e:
-        raise PrerequisiteError(f"the agent plane is not available ({e})") from None
+    from sregym.agentplane.agents import AGENTS
+
     return AGENTS.get(name)
 
 
@@ -86,16 +84,13 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
     what)`` is told each helper process (the API proxy, the metrics view, the tool server) so a
     killed run's processes can be stopped by cleanup; ``on_sandbox(namespace)`` the agent's
     sandbox namespace, before it is created."""
-    try:
-        from sregym.agentplane.budgets import AgentBudgets
-        from sregym.agentplane.plane import AgentPlane
-        from sregym.agentplane.prompt import check_prompt, render_prompt
-        from sregym.agentplane.sandbox import Sandbox
-        from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
-        from sregym.cluster.agent_proxy import (PROCESS_NAME, AgentApiProxy, PrometheusView, proxy_listen_host,
-                                                proxy_pki)
-    except ImportError as e:
-        raise PrerequisiteError(f"the agent plane is not available ({e})") from None
+    from sregym.agentplane.budgets import AgentBudgets
+    from sregym.agentplane.plane import AgentPlane
+    from sregym.agentplane.prompt import check_prompt, render_prompt
+    from sregym.agentplane.sandbox import Sandbox
+    from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
+    from sregym.cluster.agent_proxy import PROCESS_NAME, AgentApiProxy, PrometheusView, proxy_listen_host, proxy_pki
+
     plane_budgets = AgentBudgets(**budgets.model_dump())
     await anyio.to_thread.run_sync(ensure_workbench_image, cluster)
     # The agent's API endpoint: the proxy holds the conductor's credentials and acts as the agent's

@@ -17,6 +17,7 @@ from sregym.core.errors import UnknownNameError
 from sregym.core.loader import LoadedProblem, SourceMap
 from sregym.injectors import INJECTORS
 from sregym.oracles import MITIGATION_ORACLES
+from sregym.oracles.diagnosis import DIAGNOSIS_ORACLES
 
 NOISE_PREFIX = "noise_"
 
@@ -24,15 +25,6 @@ NOISE_PREFIX = "noise_"
 def noise_injector_name(noise_type: str) -> str:
     """Noise type ``pod_restart`` is served by the injector registered as ``noise_pod_restart``."""
     return f"{NOISE_PREFIX}{noise_type}"
-
-
-def diagnosis_registry() -> Any | None:
-    """The diagnosis-oracle registry of the oracles layer, if that layer provides one yet."""
-    try:
-        from sregym.oracles.diagnosis import DIAGNOSIS_ORACLES
-    except ImportError:
-        return None
-    return DIAGNOSIS_ORACLES
 
 
 def _params(source: SourceMap, loc: tuple, model: type[BaseModel], raw: dict[str, Any], owner: str) -> BaseModel:
@@ -81,9 +73,7 @@ def check_problem(lp: LoadedProblem, *, noise: bool = True) -> None:
     for j, ref in enumerate(p.oracles.mitigation):
         cls = _lookup(MITIGATION_ORACLES, ref.name, src, ("oracles", "mitigation", j, "name"))
         _params(src, ("oracles", "mitigation", j, "params"), cls.Params, ref.params, f"oracle {ref.name!r}")
-    registry = diagnosis_registry()
-    if registry is not None:
-        _lookup(registry, p.oracles.diagnosis.name, src, ("oracles", "diagnosis", "name"))
+    _lookup(DIAGNOSIS_ORACLES, p.oracles.diagnosis.name, src, ("oracles", "diagnosis", "name"))
     if noise and p.noise.per_window > 0:
         for k, noise_type in enumerate(p.noise.types):
             if noise_injector_name(noise_type) not in INJECTORS:

@@ -56,11 +56,9 @@ async def grade_mitigation(problem: Problem, app: DeployedApp, cluster: ClusterH
 
 
 def _grade_diagnosis(problem: Problem, trajectory: Trajectory) -> DiagnosisGrade:
+    from sregym.oracles.diagnosis import grade_diagnosis
+
     name = problem.oracles.diagnosis.name
-    try:
-        from sregym.oracles.diagnosis import grade_diagnosis
-    except ImportError as e:
-        return DiagnosisGrade(oracle=name, judged=False, errors=[f"no diagnosis oracle is available: {e}"])
     try:
         return grade_diagnosis(problem.oracles.diagnosis, problem.ground_truth, trajectory.submission("diagnosis"))
     except Exception as e:  # noqa: BLE001 - the judge failing must not lose the run

@@ -58,7 +58,7 @@ async def validate_all(problems: list[str], args: argparse.Namespace, log: Path)
     (one process, one app driver); each result is appended to ``log`` with its wall seconds
     (deploy-or-reuse and every step) and printed as it finishes."""
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.validate import validate_problem
     from sregym.core.jsonlines import append_json_line
 

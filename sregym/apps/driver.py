@@ -1,6 +1,6 @@
 """The conductor's app driver: deploy (or reuse), health and the SLO baseline of any app.
 
-It satisfies ``sregym.conductor.appdriver.AppDriver`` structurally (this layer cannot import the
+It satisfies ``sregym.conductor.episode.AppDriver`` structurally (this layer cannot import the
 conductor), and returns objects with the fields of its ``DeployedApp``."""
 
 from __future__ import annotations
@@ -150,5 +150,5 @@ def reusable_slos(key: tuple[str | None, str, str | None], window_s: float) -> t
 
 
 def app_driver(charts_dirs: Sequence[Path] = ()) -> AppsDriver:
-    """The driver the conductor uses (``sregym.conductor.appdriver.app_driver`` looks for this)."""
+    """The driver every episode of the conductor uses, over ``charts_dirs`` then the repository's ``charts/``."""
     return AppsDriver(charts_dirs)

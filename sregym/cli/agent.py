@@ -138,10 +138,11 @@ def revoke(namespace: NamespaceOpt, kubeconfig: KubeconfigOpt = None, context: C
 
 
 def agents() -> None:
-    """List the agents `--agent` accepts (oracle is built by the conductor)."""
+    """List the agents `--agent` accepts (the privileged ones, such as oracle, run on the conductor's side)."""
     from sregym.agentplane.agents import AGENTS
+    from sregym.conductor.agent import CONDUCTOR_AGENTS
 
-    for name, cls in AGENTS.items():
+    for name, cls in [*AGENTS.items(), *CONDUCTOR_AGENTS.items()]:
         doc = (cls.__doc__ or "").strip().splitlines()[0] if cls.__doc__ else ""
         typer.echo(f"{name:10} {getattr(cls, 'kind', 'baseline'):9} {doc}")
 

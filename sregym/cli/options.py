@@ -1,14 +1,21 @@
-"""Options shared by the problem and run commands (this module registers no command)."""
+"""Options shared by the problem and run commands (this module registers no command), and the
+run-settings option group that builds a ``RunSettings`` for ``sregym run`` and ``sregym suite run``."""
 
 from __future__ import annotations
 
+import functools
+import inspect
+from collections.abc import Callable, Sequence
+from enum import Enum
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 
-from sregym.core.loader import Catalog, load_catalog
+from sregym.core.errors import UserInputError
+from sregym.core.loader import Catalog, load_catalog, read_yaml, validate_model
 from sregym.core.registry import import_path
+from sregym.core.settings import RunSettings
 
 ProblemsDirOpt = Annotated[list[Path], typer.Option(
     "--problems-dir", help="Extra folder of problem YAML files (repeatable); problems/ is always searched.")]
@@ -52,3 +59,127 @@ def load_plugins(plugins: list[Path]) -> None:
 def catalog(problems_dir: list[Path], plugins: list[Path]) -> Catalog:
     load_plugins(plugins)
     return load_catalog(problems_dir)
+
+
+# -- the run settings (sregym.core.settings.RunSettings): one definition per option -----------------
+
+class Noise(str, Enum):
+    on = "on"
+    off = "off"
+    both = "both"
+
+
+NoiseOpt = Annotated[Noise, typer.Option(help="Seeded transient noise during the run: on or off (a suite may "
+                                              "run each cell both ways).")]
+_DEFAULTS = RunSettings()
+_SETTINGS_OPTIONS: dict[str, tuple[Any, Any]] = {  # name: (annotation, default)
+    "settings_file": (Annotated[Optional[Path], typer.Option(
+        "--settings", help="YAML or JSON file of run settings (schema: `sregym schema`); options given here "
+                           "override its values.")], None),
+    "agent": (Annotated[str, typer.Option(help="Agent name: noop, random, react, command, oracle, ...")],
+              _DEFAULTS.agent),
+    "model": (Annotated[Optional[str], typer.Option(help="Model name, for LLM agents (react).")], None),
+    "base_url": (Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, for LLM agents.")], None),
+    "agent_image": (Annotated[Optional[str], typer.Option(
+        help="--agent command: image of its sandbox pod (default: sregym/workbench; yours starts FROM it).")], None),
+    "agent_egress": (Annotated[Optional[list[str]], typer.Option(
+        help="--agent command: CIDR:PORT its sandbox pod may reach (a model endpoint); repeatable.")], None),
+    "agent_host": (Annotated[bool, typer.Option(
+        help="--agent command: run on this host instead of the sandbox pod (needs --run-as USER as root).")], False),
+    "run_as": (Annotated[Optional[str], typer.Option(
+        help="With --agent-host: the unprivileged user the command runs as (never root).")], None),
+    "seed": (Annotated[int, typer.Option(help="Run seed: the same seed gives the same timeline and noise.")],
+             _DEFAULTS.seed),
+    "noise": (NoiseOpt, Noise.on),
+    "budget_steps": (Annotated[Optional[int], typer.Option(min=1, help="Max tool calls (default: the problem's).")],
+                     None),
+    "budget_seconds": (Annotated[Optional[float], typer.Option(
+        min=1, help="Agent wall time per run (default: the problem's).")], None),
+    "budget_tokens": (Annotated[Optional[int], typer.Option(min=1, help="Max model tokens (LLM agents).")], None),
+    "baseline_window": (Annotated[float, typer.Option(help="Seconds of SLO baseline before injection.")],
+                        _DEFAULTS.baseline_window),
+    "grade_window": (GradeWindowOpt, _DEFAULTS.grade_window),
+    "verify_timeout": (VerifyTimeoutOpt, _DEFAULTS.verify_timeout),
+    "charts_dir": (ChartsDirOpt, []),
+    "plugins": (PluginsOpt, []),
+}
+
+
+def command_agent_options(agent: str, image: str | None, egress: list[str] | None, host: bool,
+                          run_as: str | None) -> dict:
+    """The sandbox options of ``--agent command``; refused with any other agent (they run in-process)."""
+    given = {"--agent-image": image, "--agent-egress": egress, "--agent-host": host, "--run-as": run_as}
+    if agent != "command":
+        named = [flag for flag, value in given.items() if value]
+        if named:
+            raise UserInputError(f"{', '.join(named)} only apply to --agent command (got --agent {agent})")
+        return {}
+    options: dict = {"host": host}
+    if image:
+        options["image"] = image
+    if egress:
+        options["egress"] = egress
+    if run_as:
+        options["run_as"] = run_as
+    return options
+
+
+def load_run_settings(path: Path) -> RunSettings:
+    """Run settings from a YAML or JSON file; an error names the file, line and field."""
+    data, source = read_yaml(path)
+    return validate_model(RunSettings, data, source)
+
+
+def build_run_settings(values: dict[str, Any], given: set[str]) -> RunSettings:
+    """RunSettings from the option group's ``values``: the ``--settings`` file (if any), then the
+    options ``given`` on the command line over it; what neither sets keeps its default (the options'
+    defaults are the settings' defaults). ``model_fields_set`` tells what was set."""
+    path = values["settings_file"]
+    base = load_run_settings(path).model_dump(exclude_unset=True) if path is not None else {}
+    if values["noise"] is Noise.both and "noise" in given:
+        raise UserInputError("--noise both is for `sregym suite run`; a run plays one setting (on or off)")
+    fields = {"agent": "agent", "seed": "seed", "noise": "noise", "budget_steps": "budget_steps",
+              "budget_seconds": "budget_seconds", "budget_tokens": "budget_tokens",
+              "baseline_window": "baseline_window", "grade_window": "grade_window",
+              "verify_timeout": "verify_timeout", "plugins": "plugins", "charts_dir": "charts_dirs"}
+    update = {field: values[option] for option, field in fields.items() if option in given}
+    if "noise" in update:
+        update["noise"] = update["noise"] is Noise.on
+    options = {k: v for k, v in {"model": values["model"], "base_url": values["base_url"]}.items() if v}
+    options.update(command_agent_options(update.get("agent", base.get("agent", RunSettings().agent)),
+                                         values["agent_image"], values["agent_egress"], values["agent_host"],
+                                         values["run_as"]))
+    if options:
+        update["agent_options"] = {**base.get("agent_options", {}), **options}
+    return RunSettings.model_validate(base | update)
+
+
+def run_settings_options(*, leave_out: Sequence[str] = ()) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Give a typer command the run-settings option group (less ``leave_out``, which the command
+    declares itself or does not take) and call it with ``settings: RunSettings`` built from them."""
+    names = [n for n in _SETTINGS_OPTIONS if n not in leave_out]
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        signature = inspect.signature(command, eval_str=True)
+        own = [p for p in signature.parameters.values() if p.name != "settings"]
+        added = [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY, annotation=_SETTINGS_OPTIONS[n][0],
+                                   default=_SETTINGS_OPTIONS[n][1]) for n in names]
+
+        @functools.wraps(command)
+        def wrapper(**kwargs: Any) -> Any:
+            ctx: typer.Context = kwargs.pop("settings_context")
+            given = {n for n in names if getattr(ctx.get_parameter_source(n), "name", "DEFAULT") != "DEFAULT"}
+            values = {n: kwargs.pop(n) for n in names} | {n: _SETTINGS_OPTIONS[n][1] for n in leave_out}
+            return command(**kwargs, settings=build_run_settings(values, given))
+
+        # the command's required options first, then the group, then the command's other options
+        required = [p for p in own if p.default is inspect.Parameter.empty]
+        params = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY)
+                  for p in [*required, *added, *(p for p in own if p not in required)]]
+        # typer hands the command's context to a parameter of this type: it tells which options were given
+        params.append(inspect.Parameter("settings_context", inspect.Parameter.KEYWORD_ONLY, annotation=typer.Context))
+        wrapper.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        wrapper.__annotations__ = {p.name: p.annotation for p in params}
+        return wrapper
+
+    return decorate

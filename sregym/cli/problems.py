@@ -99,6 +99,7 @@ SCHEMAS = {
     "suite": "sregym.core.problem:Suite",
     "run-record": "sregym.core.record:RunRecord",
     "trajectory": "sregym.core.trajectory:Trajectory",
+    "run-settings": "sregym.core.settings:RunSettings",
 }
 
 
@@ -106,7 +107,7 @@ def schema(
     out: Annotated[Optional[Path], typer.Option(help="Write <name>.schema.json files into this folder "
                                                      "instead of printing one JSON object.")] = None,
 ) -> None:
-    """JSON Schema of the problem, suite, run record and trajectory formats."""
+    """JSON Schema of the problem, suite, run record, trajectory and run settings (`run --settings`) formats."""
     import importlib
 
     schemas = {}
@@ -229,7 +230,7 @@ async def _validate_live(runs: list[tuple[LoadedProblem, int]], kubeconfig: Path
     import time
 
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.validate import validate_problem
     from sregym.core.jsonlines import append_json_line
     from sregym.report.docblock import checkout

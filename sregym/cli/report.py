@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -11,15 +10,15 @@ from rich.console import Console
 from rich.table import Table
 
 from sregym.cli.options import (
-    ChartsDirOpt,
     ContextOpt,
-    GradeWindowOpt,
     KubeconfigOpt,
-    PluginsOpt,
+    Noise,
+    NoiseOpt,
     ProblemsDirOpt,
-    VerifyTimeoutOpt,
+    run_settings_options,
 )
 from sregym.core.errors import UserInputError
+from sregym.core.settings import RunSettings
 from sregym.report.bootstrap import DEFAULT_RESAMPLES
 
 SeedOpt = Annotated[int, typer.Option("--bootstrap-seed", help="seed of the bootstrap resampling")]
@@ -70,42 +69,33 @@ def leaderboard_build(
 suite_app = typer.Typer(help="Run a suite of problems over several seeds.", no_args_is_help=True)
 
 
-class NoiseChoice(str, Enum):
-    on = "on"
-    off = "off"
-    both = "both"
-
-
 @suite_app.command("run")
+@run_settings_options(leave_out=("seed", "noise"))
 def suite_run(
     suite: Annotated[str, typer.Option(help="suite name: problems/suites/<name>.yaml")],
-    agent: Annotated[str, typer.Option(help="agent name: noop, random, react, oracle, ...")],
     out: Annotated[Path, typer.Option(help="results directory (records and index.jsonl)")],
     seeds: Annotated[Optional[int], typer.Option(min=1, help="seeds 0..N-1 (default: the suite's)")] = None,
-    noise: Annotated[NoiseChoice, typer.Option(help="run each cell with noise, without, or both")] = NoiseChoice.on,
+    noise: NoiseOpt = Noise.on,
     resume: Annotated[bool, typer.Option(help="run only the cells OUT has no finished record of")] = False,
     retry_errors: Annotated[bool, typer.Option(help="with --resume, also rerun cells that ended in an error")] = False,
     parallel: Annotated[int, typer.Option(min=1, help="cells side by side when their faults do not conflict")] = 1,
     max_consecutive_errors: Annotated[int, typer.Option(min=1, help="stop after this many failed runs in a row")] = 3,
-    budget_seconds: Annotated[Optional[float], typer.Option(min=1, help="agent wall time per run")] = None,
-    baseline_window: Annotated[float, typer.Option(help="seconds of SLO baseline before injection")] = 30.0,
-    grade_window: GradeWindowOpt = 60.0,
-    verify_timeout: VerifyTimeoutOpt = 90.0,
-    charts_dir: ChartsDirOpt = [],  # noqa: B006
     problems_dir: ProblemsDirOpt = [],  # noqa: B006
-    plugins: PluginsOpt = [],  # noqa: B006
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    *,
+    settings: RunSettings,
 ) -> None:
     """Run every (problem, seed, noise) cell of a suite with one agent; resumable after a kill."""
     from sregym.cli.options import catalog
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
     from sregym.conductor.checks import check_problem
     from sregym.conductor.node_leases import NodeLeases
     from sregym.conductor.suite import SuiteRunner
 
-    cat = catalog(problems_dir, plugins)
+    if "agent" not in settings.model_fields_set:
+        raise UserInputError("which agent? pass --agent NAME (or set agent: in the --settings file)")
+    cat = catalog(problems_dir, settings.plugins)
     loaded = cat.suite_problems(suite)
     noise_settings = {"on": [True], "off": [False], "both": [True, False]}[noise.value]
     for lp in loaded:
@@ -115,14 +105,12 @@ def suite_run(
     n_seeds = seeds or cat.suite(suite).suite.seeds
     cluster = current_cluster(kubeconfig, context)
     runner = SuiteRunner(
-        [lp.problem for lp in loaded], suite=suite, agent=agent, seeds=range(n_seeds), noise=noise_settings,
+        [lp.problem for lp in loaded], suite=suite, settings=settings, seeds=range(n_seeds), noise=noise_settings,
         out_dir=out, cluster=cluster, parallel=parallel, retry_errors=retry_errors,
-        max_consecutive_errors=max_consecutive_errors, leases=NodeLeases(cluster.kube),
-        run_kwargs={"driver": app_driver(charts_dir), "grade_window": grade_window, "verify_timeout": verify_timeout,
-                    "baseline_window": baseline_window, "budget_seconds": budget_seconds, "plugin_dirs": plugins})
+        max_consecutive_errors=max_consecutive_errors, leases=NodeLeases(cluster.kube))
     summary = runner.run(resume=resume)
     done = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing to run"
-    Console(stderr=True).print(f"suite {suite} / {agent}: {done}; {summary.skipped} already finished; "
+    Console(stderr=True).print(f"suite {suite} / {settings.agent}: {done}; {summary.skipped} already finished; "
                                f"{summary.seconds / 60:.1f} min")
     typer.echo(str(out))
 

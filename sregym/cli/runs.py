@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated
 
 import anyio
 import typer
@@ -12,55 +11,29 @@ from rich.console import Console
 from rich.markup import escape
 
 from sregym.cli.options import (
-    ChartsDirOpt,
     ContextOpt,
-    GradeWindowOpt,
     KubeconfigOpt,
     PluginsOpt,
     ProblemsDirOpt,
-    VerifyTimeoutOpt,
     load_plugins,
+    run_settings_options,
 )
 from sregym.core.loader import load_problem_arg
+from sregym.core.settings import RunSettings
 
 if TYPE_CHECKING:
     from sregym.core.record import AgentObject
 
 
-class OnOff(str, Enum):
-    on = "on"
-    off = "off"
-
-
+@run_settings_options()
 def run(
     problem: Annotated[str, typer.Option("--problem", "-p", help="Problem id, or a path to a problem YAML file.")],
-    agent: Annotated[str, typer.Option(help="Agent name: noop, random, react, command, oracle, ...")] = "noop",
-    model: Annotated[Optional[str], typer.Option(help="Model name, for LLM agents (react).")] = None,
-    base_url: Annotated[Optional[str], typer.Option(help="OpenAI-compatible endpoint, for LLM agents.")] = None,
-    agent_image: Annotated[Optional[str], typer.Option(
-        help="--agent command: image of its sandbox pod (default: sregym/workbench; yours starts FROM it).")] = None,
-    agent_egress: Annotated[Optional[list[str]], typer.Option(
-        help="--agent command: CIDR:PORT its sandbox pod may reach (a model endpoint); repeatable.")] = None,
-    agent_host: Annotated[bool, typer.Option(
-        help="--agent command: run on this host instead of the sandbox pod (needs --run-as USER as root).")] = False,
-    run_as: Annotated[Optional[str], typer.Option(
-        help="With --agent-host: the unprivileged user the command runs as (never root).")] = None,
-    seed: Annotated[int, typer.Option(help="Run seed: the same seed gives the same timeline and noise.")] = 0,
-    noise: Annotated[OnOff, typer.Option(help="Seeded transient noise during the run.")] = OnOff.on,
     out: Annotated[Path, typer.Option(help="Folder for the run record <run_id>.json.")] = Path("runs"),
-    budget_steps: Annotated[Optional[int], typer.Option(min=1, help="Max tool calls (default: the problem's).")]
-    = None,
-    budget_seconds: Annotated[Optional[float], typer.Option(min=1, help="Agent wall time (default: the problem's).")]
-    = None,
-    budget_tokens: Annotated[Optional[int], typer.Option(min=1, help="Max model tokens (LLM agents).")] = None,
-    baseline_window: Annotated[float, typer.Option(help="Seconds of SLO baseline before injection.")] = 30.0,
-    grade_window: GradeWindowOpt = 60.0,
-    verify_timeout: VerifyTimeoutOpt = 90.0,
-    charts_dir: ChartsDirOpt = [],  # noqa: B006
     problems_dir: ProblemsDirOpt = [],  # noqa: B006
-    plugins: PluginsOpt = [],  # noqa: B006
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
+    *,
+    settings: RunSettings,
 ) -> None:
     """Run one problem with one agent: prepare, baseline, inject, agent, grade, recover, record.
 
@@ -68,50 +41,21 @@ def run(
     130. If the process is killed, `sregym cleanup` undoes what it left.
     """
     from sregym.cluster.providers import current_cluster
-    from sregym.conductor.appdriver import app_driver
     from sregym.conductor.checks import check_problem
     from sregym.conductor.run import run_problem
 
-    load_plugins(plugins)
-    options = {k: v for k, v in {"model": model, "base_url": base_url}.items() if v}
-    options.update(command_agent_options(agent, agent_image, agent_egress, agent_host, run_as))
+    load_plugins(settings.plugins)
     lp = load_problem_arg(problem, problems_dir)
-    check_problem(lp, noise=noise is OnOff.on)
+    check_problem(lp, noise=settings.noise)
     cluster = current_cluster(kubeconfig, context)
     console = Console(stderr=True)
-    record = anyio.run(lambda: run_problem(
-        lp.problem, agent=agent, seed=seed, noise=noise is OnOff.on, out_dir=out, cluster=cluster,
-        budget_steps=budget_steps, budget_seconds=budget_seconds, budget_tokens=budget_tokens, console=console,
-        driver=app_driver(charts_dir), baseline_window=baseline_window, grade_window=grade_window,
-        verify_timeout=verify_timeout, plugin_dirs=plugins,
-        agent_options=options))
+    record = anyio.run(lambda: run_problem(lp.problem, settings, out_dir=out, cluster=cluster, console=console))
     mit, diag = record.grades.mitigation, record.grades.diagnosis
     console.print(f"run {record.run_id}: mitigation "
                   f"{'[green]passed[/]' if mit and mit.passed else '[red]failed[/]'}, diagnosis "
                   f"{('[green]passed[/]' if diag.passed else '[red]failed[/]') if diag and diag.judged else 'not judged'}"
                   f", {record.trajectory.steps} steps, TTM {record.ttm_s}s")
     typer.echo(str(out / f"{record.run_id}.json"))
-
-
-def command_agent_options(agent: str, image: str | None, egress: list[str] | None, host: bool,
-                          run_as: str | None) -> dict:
-    """The sandbox options of ``--agent command``; refused with any other agent (they run in-process)."""
-    given = {"--agent-image": image, "--agent-egress": egress, "--agent-host": host, "--run-as": run_as}
-    if agent != "command":
-        named = [flag for flag, value in given.items() if value]
-        if named:
-            from sregym.core.errors import UserInputError
-
-            raise UserInputError(f"{', '.join(named)} only apply to --agent command (got --agent {agent})")
-        return {}
-    options: dict = {"host": host}
-    if image:
-        options["image"] = image
-    if egress:
-        options["egress"] = egress
-    if run_as:
-        options["run_as"] = run_as
-    return options
 
 
 def agent_objects_summary(objects: list[AgentObject]) -> str:

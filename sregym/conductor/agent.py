@@ -12,38 +12,51 @@ import anyio
 import anyio.to_thread
 
 from sregym.cluster.handle import ClusterHandle
-from sregym.conductor.appdriver import DeployedApp
+from sregym.apps import DeployedApp
+from sregym.conductor.oracle_agent import OracleAgent
 from sregym.core.problem import Budgets
 from sregym.core.errors import UserInputError
 from sregym.core.record import AgentInfo
 from sregym.core.trajectory import Trajectory
 
+# agents the conductor builds itself, by their name
+CONDUCTOR_AGENTS: dict[str, type] = {OracleAgent.name: OracleAgent}
 
-def build_agent(name: str, options: dict[str, Any] | None = None) -> Any:
-    """An agent from the agent plane's registry, built by name (``oracle`` is built by the run)."""
-    if name == "oracle":
-        return None
+
+def agent_class(name: str) -> Any:
+    """The agent class called ``name``: a privileged one the conductor holds (it needs the fault
+    plane, e.g. the oracle), else one from the agent plane's registry (unknown: UnknownNameError)."""
+    if name in CONDUCTOR_AGENTS:
+        return CONDUCTOR_AGENTS[name]
     from sregym.agentplane.agents import AGENTS
 
-    return AGENTS.get(name)(**(options or {}))
+    return AGENTS.get(name)
+
+
+def build_agent(name: str, options: dict[str, Any] | None = None) -> Any:
+    """An agent built by name; a privileged one takes no options (the episode binds it after injection)."""
+    cls = agent_class(name)
+    return cls() if is_privileged(cls) else cls(**(options or {}))
+
+
+def is_privileged(agent: Any) -> bool:
+    """Whether the agent (or its class) runs conductor-side with the fault plane: bound to the
+    episode once the faults are in place, and never ranked."""
+    return bool(getattr(agent, "privileged", False))
 
 
 def agent_info(name: str, runner: Any = None) -> AgentInfo:
-    """How the record names the agent (``runner``: the built agent, for its model); the oracle is an
-    upper bound and never ranked."""
-    if name == "oracle":
-        return AgentInfo(name="oracle", kind="oracle", leaderboard=False)
+    """How the record names the agent (``runner``: the built agent, for its model); a privileged
+    agent (the oracle) is an upper bound and never ranked."""
     if runner is None:
         try:
-            from sregym.agentplane.agents import AGENTS
-
-            runner = AGENTS.get(name)
+            runner = agent_class(name)
         except Exception:  # noqa: BLE001 - an unknown agent is reported when it is built
             return AgentInfo(name=name)
     kind = getattr(runner, "kind", "baseline")
     model = getattr(runner, "model", None)
-    return AgentInfo(name=name, kind=kind if kind in ("baseline", "llm", "external") else "baseline",
-                     model=model if isinstance(model, str) else None)
+    return AgentInfo(name=name, kind=kind if kind in ("baseline", "oracle", "llm", "external") else "baseline",
+                     model=model if isinstance(model, str) else None, leaderboard=not is_privileged(runner))
 
 
 def ensure_workbench_image(cluster: ClusterHandle) -> None:

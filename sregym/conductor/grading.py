@@ -10,7 +10,7 @@ import anyio
 import anyio.to_thread
 
 from sregym.cluster.handle import ClusterHandle
-from sregym.conductor.appdriver import DeployedApp
+from sregym.apps import DeployedApp
 from sregym.core.problem import Problem
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
 from sregym.core.trajectory import Trajectory

@@ -88,7 +88,7 @@ class NodeLeases:
 
     def ensure_namespace(self) -> None:
         """Leases live in the hidden namespace; make sure it exists before the first run does."""
-        from sregym.conductor.run import ensure_hidden_namespace
+        from sregym.conductor.episode import ensure_hidden_namespace
 
         if self.namespace == HIDDEN_NAMESPACE:
             ensure_hidden_namespace(self.kube)

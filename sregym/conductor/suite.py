@@ -42,13 +42,14 @@ from rich.progress import (
 from rich.text import Text
 
 import sregym
-from sregym.conductor.agent import agent_info
+from sregym.conductor.agent import agent_class, agent_info
 from sregym.conductor.checks import NOISE_PREFIX
-from sregym.conductor.run import INDEX_FILE, new_run_id, write_record
+from sregym.conductor.episode import INDEX_FILE, new_run_id, write_record
 from sregym.core.errors import PrerequisiteError, UnknownNameError, UserInputError
 from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 from sregym.core.record import RunRecord, Versions
+from sregym.core.settings import RunSettings
 # Statuses after which a cell is done; an aborted (interrupted) run always runs again.
 FINISHED = ("completed", "error")
 ANY_NODE = "node:*"
@@ -72,6 +73,10 @@ class Cell:
     @property
     def label(self) -> str:
         return f"{self.problem} seed {self.seed} {'noise' if self.noise else 'quiet'}"
+
+    def settings(self, suite_settings: RunSettings) -> RunSettings:
+        """The suite's settings with this cell's seed and noise."""
+        return suite_settings.model_copy(update={"seed": self.seed, "noise": self.noise})
 
 
 def suite_cells(problems: Iterable[str], agent: str, seeds: Iterable[int], noise: Iterable[bool]) -> list[Cell]:
@@ -182,7 +187,7 @@ def default_node_level(injector: str) -> bool:
 
 # -- running ---------------------------------------------------------------------------------------
 
-RunFn = Callable[..., Any]  # run_problem(problem, *, agent, seed, noise, out_dir, cluster, suite) -> RunRecord
+RunFn = Callable[..., Any]  # run_problem(problem, settings, *, out_dir, cluster, suite) -> RunRecord
 
 
 @dataclass
@@ -246,8 +251,7 @@ def load_registries(agent: str) -> None:
 
     for registry in (INJECTORS, MITIGATION_ORACLES, DIAGNOSIS_ORACLES, AGENTS):
         registry.load()
-    if agent != "oracle":  # the conductor builds the oracle agent itself
-        AGENTS.get(agent)
+    agent_class(agent)
 
 
 def _default_run_fn() -> RunFn:
@@ -256,13 +260,15 @@ def _default_run_fn() -> RunFn:
     return run_problem
 
 
-def _error_record(problem: Problem, cell: Cell, suite: str, error: BaseException, seconds: float) -> RunRecord:
+def _error_record(problem: Problem, cell: Cell, settings: RunSettings, suite: str, error: BaseException,
+                  seconds: float) -> RunRecord:
     """The record of a cell whose run failed before the engine could write one."""
     now = datetime.now(timezone.utc)
     return RunRecord(
         run_id=new_run_id(),
         problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite, app=problem.app.name,
         namespace=problem.app.namespace or "", agent=agent_info(cell.agent), seed=cell.seed, noise=cell.noise,
+        settings=cell.settings(settings),
         difficulty=problem.difficulty.value, tags=problem.tags.model_dump(mode="json"), ended_at=now,
         status="error", error=f"{type(error).__name__}: {error}", phases={"total": round(seconds, 3)},
         versions=Versions(sregym=sregym.__version__, python=platform.python_version()))
@@ -290,19 +296,19 @@ class EtaColumn(ProgressColumn):
 class SuiteRunner:
     """Runs the cells of one suite for one agent into ``out_dir`` (see the module docstring)."""
 
-    def __init__(self, problems: Sequence[Problem], *, suite: str, agent: str, seeds: Sequence[int],
+    def __init__(self, problems: Sequence[Problem], *, suite: str, settings: RunSettings, seeds: Sequence[int],
                  noise: Sequence[bool], out_dir: Path, cluster: Any = None, run_fn: RunFn | None = None,
-                 run_kwargs: dict[str, Any] | None = None, parallel: int = 1, retry_errors: bool = False,
+                 parallel: int = 1, retry_errors: bool = False,
                  max_consecutive_errors: int = 3, console: Console | None = None,
                  is_node_level: Callable[[str], bool] = default_node_level, leases: Any = None,
                  lease_poll_s: float = 10.0):
         if parallel < 1:
             raise UserInputError("--parallel must be at least 1")
         self.problems = {p.id: p for p in problems}
-        self.suite, self.agent, self.out_dir, self.cluster = suite, agent, Path(out_dir), cluster
-        self.cells = suite_cells(self.problems, agent, seeds, noise)
+        self.suite, self.out_dir, self.cluster = suite, Path(out_dir), cluster
+        self.settings, self.agent = settings, settings.agent  # each cell plays these with its seed and noise
+        self.cells = suite_cells(self.problems, self.agent, seeds, noise)
         self.run_fn = run_fn or _default_run_fn()
-        self.run_kwargs = run_kwargs or {}
         self.parallel, self.retry_errors = parallel, retry_errors
         self.max_consecutive_errors = max_consecutive_errors
         self.console = console or Console(stderr=True)
@@ -322,8 +328,8 @@ class SuiteRunner:
 
     def _call(self, cell: Cell, namespace: str) -> RunRecord:
         problem = with_namespace(self.problems[cell.problem], namespace)
-        call = functools.partial(self.run_fn, problem, agent=cell.agent, seed=cell.seed, noise=cell.noise,
-                                 out_dir=self.out_dir, cluster=self.cluster, suite=self.suite, **self.run_kwargs)
+        call = functools.partial(self.run_fn, problem, cell.settings(self.settings), out_dir=self.out_dir,
+                                 cluster=self.cluster, suite=self.suite)
         if inspect.iscoroutinefunction(self.run_fn):
             import anyio
 
@@ -339,7 +345,8 @@ class SuiteRunner:
         took = time.monotonic() - started
         if isinstance(outcome, BaseException):
             if self._indexed_runs(cell) == before:  # the engine wrote no record: write the error cell
-                write_record(_error_record(self.problems[cell.problem], cell, self.suite, outcome, took), self.out_dir)
+                write_record(_error_record(self.problems[cell.problem], cell, self.settings, self.suite, outcome, took),
+                             self.out_dir)
             summary.statuses["error"] += 1
             summary.errors.append(f"{cell.label}: {outcome}")
             self.console.print(f"[red]✗[/] {escape(cell.label)}: error: {escape(str(outcome))} [dim]{took:.0f}s[/]")

@@ -19,8 +19,8 @@ would prove nothing.
 from __future__ import annotations
 
 import json
-import secrets
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,14 +30,9 @@ import anyio.to_thread
 from rich.console import Console
 
 from sregym.cluster.handle import ClusterHandle
-from sregym.conductor.appdriver import AppDriver, app_driver
-from sregym.conductor.faultplane import FaultPlane
+from sregym.conductor.episode import AppDriver, Episode
 from sregym.conductor.grading import grade_mitigation, symptom_lag
-from sregym.conductor.journal import Journal, RunHeader
-from sregym.conductor.progress import Phases
-from sregym.conductor.run import ensure_hidden_namespace, noise_exclusions
-from sregym.conductor.scheduler import TimelinePlayer
-from sregym.conductor.timeline import FIRST_NOISE_WITHIN, resolve_timeline
+from sregym.conductor.timeline import FIRST_NOISE_WITHIN
 from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 
@@ -114,63 +109,57 @@ def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: 
         time.sleep(2)
 
 
-async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: AppDriver | None = None,
-                           grade_window: float = 10.0, verify_timeout: float = 90.0,
-                           console: Console | None = None, noise: bool = True, seed: int = 0,
-                           restart: bool = True) -> ProblemValidation:
-    """Validate ``problem`` once with run seed ``seed`` (which chooses the noise schedule).
-    ``restart=False`` leaves out the restart-every-pod step."""
-    driver = driver or app_driver()
-    noise = noise and problem.noise.per_window > 0
-    result = ProblemValidation(problem.id, seed=seed, noise=noise)
-    phases = Phases(console, label=problem.id)
-    run_id = "v" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
-    journal = Journal(run_id)
-    plane: FaultPlane | None = None
+Check = Callable[[], Awaitable[tuple[bool, str]]]
 
-    async def step(name: str, fn, expect: bool = True) -> None:  # noqa: ANN001
+
+class _Steps:
+    """The steps of one validation over its episode; each returns (holds, detail)."""
+
+    def __init__(self, ep: Episode, result: ProblemValidation, grade_window: float):
+        self.ep, self.result, self.grade_window = ep, result, grade_window
+        self.problem, self.noise = ep.problem, result.noise
+
+    async def step(self, name: str, fn: Check, expect: bool = True) -> None:
         start = time.monotonic()
         try:
-            with phases.phase(name):  # shows a red mark when the step does not hold
+            with self.ep.phases.phase(name):  # shows a red mark when the step does not hold
                 try:
                     ok, detail = await fn()
                     holds = ok == expect
                 except Exception as e:  # noqa: BLE001 - a failed step is reported, not raised
                     # an error never holds, not even where the step expects the oracle to fail
                     holds, detail = False, f"{type(e).__name__}: {e}"
-                result.steps.append(Step(name, holds, detail, round(time.monotonic() - start, 1)))
+                self.result.steps.append(Step(name, holds, detail, round(time.monotonic() - start, 1)))
                 if not holds:
                     raise _Failed(name)
         except _Failed:
-            phases.note(detail)
+            self.ep.phases.note(detail)
             raise
 
-    async def healthy(timeout: float = 0.0):  # noqa: ANN202
-        deadline = time.monotonic() + timeout
-        while True:
-            ok, detail = await anyio.to_thread.run_sync(driver.health, app, cluster)
-            if ok or time.monotonic() >= deadline:
-                return ok, detail
-            await anyio.sleep(3)
+    def skip(self, name: str, why: str) -> None:
+        self.result.steps.append(Step(name, True, f"not played: {why}", 0.0))
 
-    async def healthy_again():  # noqa: ANN202 - pods restarted by recovery need a moment
-        return await healthy(180.0)
+    async def healthy_again(self) -> tuple[bool, str]:  # pods restarted by recovery need a moment
+        return await self.ep.healthy(180.0)
 
-    async def mitigation():  # noqa: ANN202
-        grade = await grade_mitigation(problem, app, cluster, baseline, grade_window)
+    async def mitigation(self) -> tuple[bool, str]:
+        ep = self.ep
+        grade = await grade_mitigation(self.problem, ep.app, ep.cluster, ep.baseline, self.grade_window)
         detail = "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)
         broken = [c for c in grade.checks if c.message.startswith("oracle error")]
         if broken:  # an oracle that crashed proves nothing, whichever way the step expects
             raise RuntimeError(detail)
         return grade.passed, detail
 
-    async def inject():  # noqa: ANN202
-        await player.play_until(max((e.at for e in timeline if e.kind == "fault"), default=0.0))
-        return True, ", ".join(f"{k}={m}" for k, m in plane.mechanisms().items() if k in player.faults)
+    async def inject(self) -> tuple[bool, str]:
+        player = await self.ep.inject(max((e.at for e in self.ep.timeline if e.kind == "fault"), default=0.0))
+        return True, ", ".join(f"{k}={m}" for k, m in self.ep.plane.mechanisms().items() if k in player.faults)
 
-    async def under_noise(check):  # noqa: ANN001, ANN202 - ``check`` graded while the noise plays
-        if not noise:
+    async def under_noise(self, check: Check) -> tuple[bool, str]:
+        """``check`` graded while the noise plays."""
+        if not self.noise:
             return await check()
+        timeline, player = self.ep.timeline, self.ep.player
         first = next((e for e in timeline if e.kind == "noise" and e.action == "start"), None)
         async with anyio.create_task_group() as tg:
             tg.start_soon(player.play_rest)
@@ -191,100 +180,100 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
                                + ("" if ran else " (noise on, but no event took place: the step proves nothing)"))
         return ok, detail
 
-    async def noise_then_mitigation():  # noqa: ANN202 - a control: noise for one window, then graded
-        async def one_window():  # noqa: ANN202
-            await anyio.sleep(grade_window)
+    async def control(self) -> ProblemValidation:
+        """A no-op control: nothing is broken, so the oracle must pass as it stands (an agent that
+        "fixes" something anyway is caught by the wrong-remediation penalty, not here)."""
+        await self.step("mitigation oracle passes with nothing to fix" + (" after noise" if self.noise else ""),
+                        self.noise_then_mitigation if self.noise else self.mitigation)
+        await self.step("app healthy", self.healthy_again)
+        return self.result
+
+    async def noise_then_mitigation(self) -> tuple[bool, str]:
+        """A control: noise for one window, then graded."""
+        async def one_window() -> tuple[bool, str]:
+            await anyio.sleep(self.grade_window)
             return True, "noise window over"
-        _, detail = await under_noise(one_window)
-        ok, grade_detail = await mitigation_when_healthy()
+        _, detail = await self.under_noise(one_window)
+        ok, grade_detail = await self.mitigation_when_healthy()
         return ok, f"{grade_detail}; {detail}"
 
-    async def mitigation_when_healthy():  # noqa: ANN202 - after noise, graded once its wake settled
-        if noise:
-            await healthy(180.0)
-        return await mitigation()
+    async def mitigation_when_healthy(self) -> tuple[bool, str]:
+        """After noise, graded once its wake settled."""
+        if self.noise:
+            await self.ep.healthy(180.0)
+        return await self.mitigation()
 
-    async def mitigation_while_faulty():  # noqa: ANN202
+    async def mitigation_while_faulty(self) -> tuple[bool, str]:
         # An oracle that reads a rate over a metrics window sees the fault only once the window
         # covers it; graded at once, its first samples measure the traffic before the injection
         # (seen: a partition of a minority of requests passed 2 of 3 samples). In a run the agent's
         # investigation always comes first; after recovery there is no such wait, as in a run.
-        lag = symptom_lag(problem)
+        lag = symptom_lag(self.problem)
         if lag:
-            phases.note(f"waiting {lag:.0f} s until the oracles' metric windows cover the fault")
+            self.ep.phases.note(f"waiting {lag:.0f} s until the oracles' metric windows cover the fault")
             await anyio.sleep(lag)
-        return await mitigation()
+        return await self.mitigation()
 
-    async def restarted():  # noqa: ANN202
-        came_back = await anyio.to_thread.run_sync(restart_every_pod, cluster.kube, app.namespace)
+    async def mitigation_while_faulty_and_noisy(self) -> tuple[bool, str]:
+        return await self.under_noise(self.mitigation_while_faulty)
+
+    async def restarted(self) -> tuple[bool, str]:
+        ep, plane = self.ep, self.ep.plane
+        came_back = await anyio.to_thread.run_sync(restart_every_pod, ep.cluster.kube, ep.app.namespace)
         deadline = time.monotonic() + 90
         while not (settled := await anyio.to_thread.run_sync(plane.in_place))[0] and time.monotonic() < deadline:
             await anyio.sleep(2)
         if not settled[0]:
             return False, f"{came_back}; faults not back in place: {settled[1]}"
-        checks = [await plane.verify(f.id, timeout=verify_timeout) for f in problem.root_cause_faults]
+        faults = self.problem.root_cause_faults
+        checks = [await plane.verify(f.id, timeout=ep.verify_timeout) for f in faults]
         reapplied = ", ".join(r["key"] for r in plane.reapplied) or "none needed"
         return True, (f"{came_back}; re-applied: {reapplied}; "
                       + "; ".join(f"{f.id}: {'in place' if c.ok else 'NOT in place'} ({c.detail})"
-                                  for f, c in zip(problem.root_cause_faults, checks)))
+                                  for f, c in zip(faults, checks)))
 
-    async def mitigation_while_faulty_and_noisy():  # noqa: ANN202
-        return await under_noise(mitigation_while_faulty)
-
-    async def recover():  # noqa: ANN202
-        errors = await plane.recover_all()
+    async def recover(self) -> tuple[bool, str]:
+        errors = await self.ep.recover()
         if errors:
             return False, "; ".join(errors)
         # As the oracle agent does: a fix is graded once the app has had time to come back (a
         # scaled-up Deployment's pod must start), else the first sample sees the fault's wake.
-        ok, detail = await healthy(180.0)
+        ok, detail = await self.ep.healthy(180.0)
         return True, "all faults recovered" + ("" if ok else f"; app not healthy yet: {detail}")
 
-    try:
-        app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
-        await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
-        await step("healthy baseline", healthy)
-        baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, grade_window)
-        journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
-                                context=cluster.context))
-        plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id,
-                           run_seed=seed, exclude=noise_exclusions(problem),
-                           reapply=not problem.ground_truth.restart_cures)
-        # noise from the onset until the faulty grade ends (its lag and window), as if the agent
-        # looked for that long
-        timeline = resolve_timeline(problem, seed, noise, agent_seconds=symptom_lag(problem) + grade_window)
-        player = TimelinePlayer(plane, problem.faults, timeline, verify_timeout=verify_timeout, note=phases.note,
-                                noise_params={"duration": problem.noise.duration_seconds,
-                                              "exclude": noise_exclusions(problem)})
-        if problem.no_op:
-            # A control: nothing is broken, so the oracle must pass as it stands (an agent that
-            # "fixes" something anyway is caught by the wrong-remediation penalty, not here).
-            await step("mitigation oracle passes with nothing to fix"
-                       + (" after noise" if noise else ""), noise_then_mitigation if noise else mitigation)
-            await step("app healthy", healthy_again)
-        else:
-            await step("inject and verify", inject)
-            await step("mitigation oracle fails while faulty" + (" and noisy" if noise else ""),
-                       mitigation_while_faulty_and_noisy, expect=False)
+
+async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: AppDriver | None = None,
+                           grade_window: float = 10.0, verify_timeout: float = 90.0,
+                           console: Console | None = None, noise: bool = True, seed: int = 0,
+                           restart: bool = True) -> ProblemValidation:
+    """Validate ``problem`` once with run seed ``seed`` (which chooses the noise schedule).
+    ``restart=False`` leaves out the restart-every-pod step."""
+    noise = noise and problem.noise.per_window > 0
+    result = ProblemValidation(problem.id, seed=seed, noise=noise)
+    # noise from the onset until the faulty grade ends (its lag and window), as if the agent looked for that long
+    async with Episode(problem, cluster=cluster, seed=seed, noise=noise, driver=driver, console=console, kind="v",
+                       agent_seconds=symptom_lag(problem) + grade_window, verify_timeout=verify_timeout) as ep:
+        s = _Steps(ep, result, grade_window)
+        try:
+            await ep.deploy()
+            await s.step("healthy baseline", ep.healthy)
+            await ep.measure_baseline(grade_window)
+            ep.open_fault_plane()
+            if problem.no_op:
+                return await s.control()
+            await s.step("inject and verify", s.inject)
+            await s.step("mitigation oracle fails while faulty" + (" and noisy" if noise else ""),
+                         s.mitigation_while_faulty_and_noisy, expect=False)
             if restart and problem.ground_truth.restart_cures:
-                result.steps.append(Step("restart every pod", True, "not played: the ground truth says a "
-                                         "restart cures this problem (restart_cures)", 0.0))
+                s.skip("restart every pod", "the ground truth says a restart cures this problem (restart_cures)")
             elif restart:
-                await step("restart every pod", restarted)
+                await s.step("restart every pod", s.restarted)
                 # the oracles' metric windows must cover only the time since the restart
-                await step("mitigation oracle still fails after the restart", mitigation_while_faulty,
-                           expect=False)
-            await step("recover", recover)
-            await step("mitigation oracle passes after recovery", mitigation)
-            await step("app healthy again", healthy_again)
-    except _Failed:
-        pass
-    finally:
-        with anyio.CancelScope(shield=True):
-            if plane is not None:
-                errors = await plane.recover_all()
-                if not errors:
-                    journal.close()
-                else:  # the journal stays open so that cleanup can finish the revert
-                    phases.note(f"recover failed ({'; '.join(errors)}); run `sregym cleanup` to revert what is left")
+                await s.step("mitigation oracle still fails after the restart", s.mitigation_while_faulty,
+                             expect=False)
+            await s.step("recover", s.recover)
+            await s.step("mitigation oracle passes after recovery", s.mitigation)
+            await s.step("app healthy again", s.healthy_again)
+        except _Failed:
+            pass
     return result

@@ -7,6 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from sregym.core.settings import RunSettings
 from sregym.core.trajectory import Trajectory
 
 RECORD_SCHEMA_VERSION = 1
@@ -106,6 +107,8 @@ class RunRecord(BaseModel):
     agent: AgentInfo
     seed: int
     noise: bool
+    settings: RunSettings | None = Field(None, description="what the run was played with (agent options, budgets, "
+                                                           "windows, timeouts, plug-ins)")
     difficulty: str
     tags: dict[str, Any] = Field(default_factory=dict)
     started_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))

@@ -28,12 +28,12 @@ import pytest
 from polling import eventually
 
 from sregym.cluster.nodeagent import container_pid
-from sregym.conductor.appdriver import app_driver
+from sregym.apps import app_driver
 from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader, open_journals
-from sregym.conductor.run import ensure_hidden_namespace
+from sregym.conductor.episode import ensure_hidden_namespace
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
 from sregym.conductor.validate import restart_every_pod

@@ -33,11 +33,11 @@ import pytest
 from fault_effects import POD_SCOPED, family, fault_effect, graded_faults, users_served
 from gaming_strategies import RESTARTS, STRATEGIES, play
 
-from sregym.conductor.appdriver import app_driver
+from sregym.apps import app_driver
 from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader
-from sregym.conductor.run import ensure_hidden_namespace
+from sregym.conductor.episode import ensure_hidden_namespace
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
 from sregym.core.jsonlines import append_json_line

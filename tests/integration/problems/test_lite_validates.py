@@ -109,7 +109,7 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
 
     from shop_users import order_histories
 
-    from sregym.conductor.appdriver import app_driver
+    from sregym.apps import app_driver
     from sregym.conductor.faultplane import FaultPlane
     from sregym.conductor.grading import _check_one
     from sregym.conductor.journal import Journal, RunHeader

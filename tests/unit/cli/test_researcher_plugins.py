@@ -113,10 +113,11 @@ def test_a_plugin_that_fails_to_import_names_its_file_and_line(tmp_path, capsys)
     assert f"{tmp_path / 'broken.py'}:2" in err and "boom" in err and "Traceback" not in err
 
 
-def test_schema_writes_the_four_formats(tmp_path, capsys):
+def test_schema_writes_the_five_formats(tmp_path, capsys):
     assert run_cli(["schema", "--out", str(tmp_path)]) == 0
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["problem.schema.json", "run-record.schema.json", "suite.schema.json", "trajectory.schema.json"]
+    assert names == ["problem.schema.json", "run-record.schema.json", "run-settings.schema.json", "suite.schema.json",
+                     "trajectory.schema.json"]
     problem = json.loads((tmp_path / "problem.schema.json").read_text())
     assert {"id", "faults", "ground_truth", "oracles"} <= set(problem["properties"])
 

@@ -7,6 +7,7 @@ from test_suite_runner import FakeEngine, problem
 
 from sregym.conductor.node_leases import lease_is_free, lease_name
 from sregym.conductor.suite import SuiteRunner
+from sregym.core.settings import RunSettings
 
 NOW = datetime(2026, 11, 21, 12, 0, tzinfo=timezone.utc)
 
@@ -62,8 +63,8 @@ class OtherProcessHolds:
 def test_a_cell_waits_for_a_node_lease_then_runs_and_gives_it_back(tmp_path):
     leases = OtherProcessHolds(busy_tries=3)
     engine = FakeEngine()
-    runner = SuiteRunner([problem("n1", injector="disk")], suite="lite", agent="noop", seeds=[0], noise=[False],
-                         out_dir=tmp_path, run_fn=engine, console=Console(file=open("/dev/null", "w")),
+    runner = SuiteRunner([problem("n1", injector="disk")], suite="lite", settings=RunSettings(agent="noop"),
+                         seeds=[0], noise=[False], out_dir=tmp_path, run_fn=engine, console=Console(file=open("/dev/null", "w")),
                          is_node_level=lambda i: i == "disk", leases=leases, lease_poll_s=0.01)
     assert runner.run().statuses == {"completed": 1}
     assert leases.tries == 4 and len(engine.calls) == 1
@@ -73,7 +74,8 @@ def test_a_cell_waits_for_a_node_lease_then_runs_and_gives_it_back(tmp_path):
 
 def test_cells_without_node_faults_take_no_lease(tmp_path):
     leases = OtherProcessHolds(busy_tries=99)
-    runner = SuiteRunner([problem("a1")], suite="lite", agent="noop", seeds=[0], noise=[False], out_dir=tmp_path,
+    runner = SuiteRunner([problem("a1")], suite="lite", settings=RunSettings(agent="noop"), seeds=[0], noise=[False],
+                         out_dir=tmp_path,
                          run_fn=FakeEngine(), console=Console(file=open("/dev/null", "w")),
                          is_node_level=lambda i: False, leases=leases, lease_poll_s=0.01)
     assert runner.run().statuses == {"completed": 1} and leases.tries == 0

@@ -9,17 +9,12 @@ import re
 import anyio
 import pytest
 
-from sregym.conductor.run import (
-    budgets_for,
-    forbidden_words,
-    new_run_id,
-    noise_exclusions,
-    with_background,
-    write_record,
-)
+from sregym.conductor.episode import Episode, new_run_id, noise_exclusions, with_background, write_record
+from sregym.conductor.run import budgets_for, forbidden_words
 from sregym.core.errors import PrerequisiteError
 from sregym.core.problem import Problem
 from sregym.core.record import AgentInfo, RunRecord, Versions
+from sregym.core.settings import RunSettings
 
 
 @pytest.fixture()
@@ -40,11 +35,13 @@ def test_run_ids_are_neutral_and_unique():
     ids = {new_run_id() for _ in range(50)}
     assert len(ids) == 50
     assert all(re.fullmatch(r"r\d{8}-\d{6}-[0-9a-f]{6}", i) for i in ids)
+    assert re.fullmatch(r"v\d{8}-\d{6}-[0-9a-f]{6}", new_run_id("v"))  # a validation's
 
 
 def test_budget_flags_override_the_problem(problem: Problem):
-    assert budgets_for(problem, None, None, None).model_dump() == {"steps": 30, "seconds": 600, "tokens": None}
-    assert budgets_for(problem, 5, 60, 1000).model_dump() == {"steps": 5, "seconds": 60, "tokens": 1000}
+    assert budgets_for(problem, RunSettings()).model_dump() == {"steps": 30, "seconds": 600, "tokens": None}
+    given = RunSettings(budget_steps=5, budget_seconds=60, budget_tokens=1000)
+    assert budgets_for(problem, given).model_dump() == {"steps": 5, "seconds": 60, "tokens": 1000}
 
 
 def test_noise_never_touches_the_root_cause(problem: Problem):
@@ -90,12 +87,9 @@ def test_an_agent_error_surfaces_as_itself():
         anyio.run(with_background, anyio.sleep_forever, agent())
 
 
-def test_recover_says_whether_every_fault_came_off_so_the_run_closes_its_journal():
-    """A run closes its journal only when _recover says every fault came off (it once fell off
-    the end with None, so every successful run left its journal open for `sregym cleanup`)."""
-    from sregym.conductor.progress import Phases
-    from sregym.conductor.run import _recover
-
+def test_recover_says_whether_every_fault_came_off_so_the_run_closes_its_journal(problem: Problem, tmp_path):
+    """An episode closes its journal only when every fault came off (it once fell off the end
+    with None, so every successful run left its journal open for `sregym cleanup`)."""
     class Plane:
         def __init__(self, errors):
             self.errors = errors
@@ -103,9 +97,18 @@ def test_recover_says_whether_every_fault_came_off_so_the_run_closes_its_journal
         async def recover_all(self):
             return self.errors
 
-    record = RunRecord.model_construct(status="completed", error=None)
-    clean = anyio.run(_recover, Plane([]), Phases(), record, None, None, None)
-    assert clean is True
-    failed = anyio.run(_recover, Plane(["orders_blocks: still mounted"]), Phases(), record, None, None, None)
-    assert failed is False and record.status == "error"
-    assert anyio.run(_recover, None, Phases(), record, None, None, None) is False
+    def episode(errors):
+        ep = Episode(problem, cluster=None, seed=0, noise=False, agent_seconds=1, driver=object(),
+                     journal_dir=tmp_path)
+        ep.plane = Plane(errors)
+        ep.record = RunRecord.model_construct(status="completed", error=None)
+        return ep
+
+    clean = episode([])
+    assert anyio.run(clean._recover_left) is True
+    failed = episode(["orders_blocks: still mounted"])
+    assert anyio.run(failed._recover_left) is False and failed.record.status == "error"
+    assert "orders_blocks: still mounted" in failed.record.error
+    no_plane = episode([])
+    no_plane.plane = None
+    assert anyio.run(no_plane._recover_left) is False

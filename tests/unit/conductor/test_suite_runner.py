@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from sregym.conductor.run import write_record
+from sregym.conductor.episode import write_record
 from sregym.conductor.suite import SuiteRunner, read_index
 from sregym.core.errors import FaultError, PrerequisiteError, UserInputError
 from sregym.core.problem import Problem
 from sregym.core.record import AgentInfo, MitigationGrade, RunRecord, Versions
+from sregym.core.settings import RunSettings
 
 
 def problem(pid: str, app: str = "hotel", injector: str = "env_var", **target) -> Problem:
@@ -38,7 +39,8 @@ class FakeEngine:
         self.overlaps: list[tuple] = []
         self.lock = threading.Lock()
 
-    def __call__(self, prob: Problem, *, agent, seed, noise, out_dir: Path, cluster, suite):
+    def __call__(self, prob: Problem, settings: RunSettings, *, out_dir: Path, cluster, suite):
+        agent, seed, noise = settings.agent, settings.seed, settings.noise
         ns = prob.app.namespace or prob.app.name
         me = (prob.id, seed, noise, ns)
         with self.lock:
@@ -67,7 +69,8 @@ class FakeEngine:
 
 
 def runner(tmp_path, engine, problems, **kw) -> SuiteRunner:
-    return SuiteRunner(problems, suite="lite", agent="noop", seeds=[0, 1], noise=[True, False], out_dir=tmp_path,
+    return SuiteRunner(problems, suite="lite", settings=RunSettings(agent="noop"), seeds=[0, 1], noise=[True, False],
+                       out_dir=tmp_path,
                        run_fn=engine, console=Console(file=open("/dev/null", "w")), is_node_level=lambda i: i == "disk",
                        **kw)
 
@@ -129,11 +132,11 @@ def test_several_failures_in_a_row_stop_the_suite(tmp_path):
 def test_a_target_one_problem_does_not_find_is_that_cells_error_only(tmp_path):
     calls = []
 
-    def picky(prob, **kw):
+    def picky(prob, settings, **kw):
         calls.append(prob.id)
         if prob.id == "p1":
             raise UserInputError("target: no running pod in namespace shop matches StatefulSet/db")
-        return FakeEngine()(prob, **kw)
+        return FakeEngine()(prob, settings, **kw)
 
     summary = runner(tmp_path, picky, [problem("p1"), problem("p2")], max_consecutive_errors=9).run()
     assert summary.statuses == {"error": 4, "completed": 4} and len(calls) == 8

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import anyio
 import pytest
 
+import sregym.conductor.episode as episode
 import sregym.conductor.timeline as timeline
 import sregym.conductor.validate as validate_mod
 from sregym.core.problem import Problem
@@ -55,7 +56,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     WORLD["file"] = path
     monkeypatch.setenv("UNIT_NOISE_FILE", str(path))
     monkeypatch.setenv("SREGYM_STATE", str(tmp_path / "state"))
-    monkeypatch.setattr(validate_mod, "ensure_hidden_namespace", lambda kube: None)
+    monkeypatch.setattr(episode, "ensure_hidden_namespace", lambda kube: None)
     monkeypatch.setattr(timeline, "FIRST_NOISE_WITHIN", 1.0)  # the first event within 1 s: a fast test
     return path
 

@@ -14,11 +14,12 @@ read-only, kubectl verb) to the conductor.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -164,11 +165,17 @@ def _scrubbed_kubectl_env(home: str) -> dict[str, str]:
 def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
     """The MCP server with the tools that the settings make available."""
     from sregym.cluster.kube import kubectl_path
+    from sregym.cluster.scratch import make_scratch_dir
 
     server = AgentToolServer(settings, sink)
     kubectl_exe = settings.kubectl or kubectl_path()
     kubeconfig = str(settings.kubeconfig.resolve())
-    workdir = tempfile.mkdtemp(prefix="sre-tools-")  # kubectl's cwd and HOME: nothing to read there
+    # kubectl's cwd and HOME: an empty folder, nothing to read there. Its parent carries the owner
+    # marker `sregym cleanup` sweeps by when this server is killed; a normal exit removes it.
+    scratch = make_scratch_dir("sre-tools-")
+    atexit.register(shutil.rmtree, scratch, True)
+    workdir = str(scratch / "kubectl")
+    os.mkdir(workdir, 0o700)
     limit = settings.output_limit
     log_access: dict[str, bool] = {}  # namespace -> may the agent read its pod logs (asked once)
 

@@ -310,8 +310,15 @@ def test_a_container_restart_in_the_same_pod_does_not_cure_cpu_pressure(cluster)
             again = await anyio.to_thread.run_sync(lambda: eventually(restarted, timeout=60, every=1,
                                                                       what="geo's container restarted in its pod"))
             await back_in_place(plane, timeout=60)
-            after = geo_container(again)["containerID"]
-            assert [(r["fault"], r["pods"]) for r in plane.reapplied] == [("geo_cpu", [pod["metadata"]["uid"]])]
+            now = geo_container(next(q for q in pods_of(cluster, ns, "geo")
+                                     if q["metadata"]["uid"] == pod["metadata"]["uid"]))
+            after = now["containerID"]
+            seen = f"re-applied: {plane.reapplied}; geo restarts: {now['restartCount']}; {now.get('lastState')}"
+            # one copy per restart, each replacing the one before, all on the same pod
+            assert plane.reapplied and {r["fault"] for r in plane.reapplied} == {"geo_cpu"}, seen
+            assert [r["replaces"] for r in plane.reapplied] == ["geo_cpu"] + [r["key"] for r in plane.reapplied[:-1]], seen
+            assert all(r["pods"] == [pod["metadata"]["uid"]] for r in plane.reapplied), seen
+            assert len(plane.reapplied) <= now["restartCount"] - before["restartCount"], seen
             assert eventually(lambda: stress_in_container(cluster, again, after), timeout=20, every=1), \
                 "no stress-ng in geo's restarted container"
             check = await plane.verify("geo_cpu", timeout=10)

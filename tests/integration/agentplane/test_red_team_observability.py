@@ -172,6 +172,16 @@ def test_a_pod_in_the_app_namespace_cannot_query_the_graders_observability(attac
     assert seen["otlp"].startswith("open: 200"), seen["otlp"]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "known open (docs/security.md, 'The grader's observability services'): the agent may exec into the "
+    "release's own pods and edit its workloads, so no NetworkPolicy rule admits the app's spans and refuses "
+    "the agent's; no oracle reads traces, the agent can only blur its own (and a parallel cell's) view"))
+def test_spans_the_agent_makes_up_do_not_reach_the_trace_store(attack) -> None:
+    """The agent's pod posted a failed span under a service name of its choosing (in the fixture)."""
+    _, _, _, seen = attack
+    assert not seen["otlp"].startswith("open"), f"the trace store took the agent's span: {seen['otlp']}"
+
+
 def test_a_pod_in_the_app_namespace_cannot_read_the_raw_node_exporter(cluster, attack) -> None:
     """The exporter answers the agent's pod (host network), but only with 401: the password is in a
     Secret the agent cannot read, and Prometheus, which holds it, still scrapes the node."""

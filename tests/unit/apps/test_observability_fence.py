@@ -8,7 +8,8 @@ callers the code has (docs/security.md, "The grader's observability services"):
 
 - nobody but the node reaches Prometheus (the conductor, the oracles and the agent's filtered view
   run on the host; the node needs no rule, see the template);
-- the trace store's OTLP ingest is open (every app sends spans), its query API only to the agent's
+- the trace store's OTLP ingest is open (every app sends spans; no rule could refuse the agent and admit the
+  app, docs/security.md "Spans the agent makes up"), its query API only to the agent's
   tool server pods;
 - the log query only to its peers (each asks the others for their node's lines) and the tool server.
 
@@ -116,7 +117,8 @@ def test_each_query_service_has_one_ingress_policy_of_its_own_and_egress_stays_f
         policy = of_kind(docs, "NetworkPolicy")[name]
         # Prometheus must keep scraping every namespace: only ingress is fenced
         assert policy["spec"]["policyTypes"] == ["Ingress"], name
-    # node-exporter runs in the host's network namespace, where no NetworkPolicy applies
+    # node-exporter runs in the host's network namespace, where no NetworkPolicy applies (its password
+    # fences it: test_the_node_exporter_answers_only_whoever_holds_prometheus_password)
     assert policies_selecting(docs, pods["node-exporter"]) == []
 
 

@@ -37,6 +37,7 @@ from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
 from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
                                       ToolCallEvent, clip_arguments)
 from sregym.agentplane.timeparse import TimeFormatError
+from sregym.cluster.scratch import make_scratch_dir  # top level: the workbench image's closure test sees it
 from sregym.core.kubectl_args import MAX_COMMAND_CHARS, MAX_STDIN_CHARS, KubectlArgsError, parse_kubectl
 
 READY_PREFIX = "SREGYM_MCP_READY "
@@ -165,7 +166,6 @@ def _scrubbed_kubectl_env(home: str) -> dict[str, str]:
 def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
     """The MCP server with the tools that the settings make available."""
     from sregym.cluster.kube import kubectl_path
-    from sregym.cluster.scratch import make_scratch_dir
 
     server = AgentToolServer(settings, sink)
     kubectl_exe = settings.kubectl or kubectl_path()

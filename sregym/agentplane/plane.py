@@ -27,7 +27,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,7 @@ from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.events import CALLBACK_TOKEN_ENV, SubmissionEvent, ToolCallEvent, parse_event
 from sregym.agentplane.sandbox import SECRET_DIR, SERVER_POD, SERVER_PORT, Sandbox
 from sregym.agentplane.server import MCP_PATH, READY_PREFIX, listen
+from sregym.cluster.scratch import make_scratch_dir
 from sregym.core.errors import PrerequisiteError
 from sregym.core.trajectory import Submission, ToolCall, Trajectory
 
@@ -161,7 +161,7 @@ class AgentPlane:
         tg = await self._stack.enter_async_context(anyio.create_task_group())
         self._stack.push_async_callback(self._stop_receiver)
         await tg.start(self._serve_receiver, sock)
-        home = tempfile.mkdtemp(prefix="sre-tools-home-")
+        home = str(make_scratch_dir("sre-tools-home-"))  # swept by `sregym cleanup` if the conductor is killed
         self._stack.callback(shutil.rmtree, home, True)
         log_dir = self.log_dir or Path(home)
         log_dir.mkdir(parents=True, exist_ok=True)

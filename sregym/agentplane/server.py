@@ -14,11 +14,12 @@ read-only, kubectl verb) to the conductor.
 from __future__ import annotations
 
 import argparse
+import atexit
 import os
+import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
 from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
                                       ToolCallEvent, clip_arguments)
 from sregym.agentplane.timeparse import TimeFormatError
+from sregym.cluster.scratch import make_scratch_dir  # top level: the workbench image's closure test sees it
 from sregym.core.kubectl_args import MAX_COMMAND_CHARS, MAX_STDIN_CHARS, KubectlArgsError, parse_kubectl
 
 READY_PREFIX = "SREGYM_MCP_READY "
@@ -168,7 +170,12 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
     server = AgentToolServer(settings, sink)
     kubectl_exe = settings.kubectl or kubectl_path()
     kubeconfig = str(settings.kubeconfig.resolve())
-    workdir = tempfile.mkdtemp(prefix="sre-tools-")  # kubectl's cwd and HOME: nothing to read there
+    # kubectl's cwd and HOME: an empty folder, nothing to read there. Its parent carries the owner
+    # marker `sregym cleanup` sweeps by when this server is killed; a normal exit removes it.
+    scratch = make_scratch_dir("sre-tools-")
+    atexit.register(shutil.rmtree, scratch, True)
+    workdir = str(scratch / "kubectl")
+    os.mkdir(workdir, 0o700)
     limit = settings.output_limit
     log_access: dict[str, bool] = {}  # namespace -> may the agent read its pod logs (asked once)
 

@@ -77,7 +77,7 @@ def cleanup(
     delete the objects those runs labelled, stop their agents and delete what those agents created.
     Safe to run any time; does nothing if all is clean."""
     from sregym.cluster.kube import Kube
-    from sregym.conductor.cleanup import cleanup_all
+    from sregym.conductor.cleanup import cleanup_all, sweep_scratch
     from sregym.core.errors import FaultError
 
     load_plugins(plugins)
@@ -93,6 +93,9 @@ def cleanup(
         return Kube(Path(header.kubeconfig), header.context)
 
     results = cleanup_all(kube_for, force=force)
+    swept = sweep_scratch()  # after the killed runs' helpers are stopped
+    if swept:
+        console.print(f"removed {len(swept)} scratch folder(s) of killed runs from {swept[0].parent}")
     if not results:
         console.print("nothing to clean: no open journal")
         return

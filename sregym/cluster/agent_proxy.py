@@ -25,7 +25,7 @@ import secrets
 import socket
 import signal
 import subprocess
-import tempfile
+import shutil
 import threading
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,7 @@ from sregym.cluster.binaries import build_agent_proxy
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import Kube
 from sregym.cluster.pki import ClusterPKI
+from sregym.cluster.scratch import make_scratch_dir
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.errors import ClusterError, PrerequisiteError
 
@@ -103,7 +104,7 @@ class _ProxyProcess:
         self.url: str | None = None
         self.pid: int | None = None
         self._proc: subprocess.Popen[bytes] | None = None
-        self._workdir: tempfile.TemporaryDirectory[str] | None = None
+        self._workdir: Path | None = None
 
     def _command(self, binary: Path, work: Path) -> tuple[list[str], bytes]:
         raise NotImplementedError
@@ -114,9 +115,7 @@ class _ProxyProcess:
     def start(self):
         """Build (once) and start the proxy, wait until it listens."""
         binary = build_agent_proxy(log=lambda m: None)
-        self._workdir = tempfile.TemporaryDirectory(prefix="sregym-agentproxy-")
-        work = Path(self._workdir.name)
-        os.chmod(work, 0o700)
+        self._workdir = work = make_scratch_dir("sregym-agentproxy-")  # 0700; swept by cleanup if we are killed
         try:
             argv, stdin = self._command(binary, work)
             log = open(self.log_path or work / "agentproxy.log", "ab")
@@ -145,7 +144,7 @@ class _ProxyProcess:
         reader.join(STARTUP_TIMEOUT)
         text = line[0].decode(errors="replace").strip() if line else ""
         if not text.startswith(READY_PREFIX.strip()):
-            log = self.log_path or (Path(self._workdir.name) / "agentproxy.log" if self._workdir else None)
+            log = self.log_path or (self._workdir / "agentproxy.log" if self._workdir else None)
             detail = log.read_text(errors="replace").strip()[-800:] if log is not None and log.is_file() else ""
             raise PrerequisiteError(f"{self.what} did not start on {self.listen_host}"
                                     + (f": {detail}" if detail else f" within {STARTUP_TIMEOUT:g}s"),
@@ -167,7 +166,7 @@ class _ProxyProcess:
         if proc is not None and proc.stdout is not None:
             proc.stdout.close()
         if self._workdir is not None:
-            self._workdir.cleanup()
+            shutil.rmtree(self._workdir, ignore_errors=True)
             self._workdir = None
         self.url = None
 

@@ -13,6 +13,10 @@ act, so it cannot make anything again. The journal is closed when all of it succ
 is idempotent, so a second cleanup after a partial one finishes the job and one after a full one
 finds nothing open. A namespace that a live run (another journal, its process alive) works in is
 left to that run: neither its agent's access nor its objects are touched.
+
+Apart from journals, the private scratch folders a killed run's API proxy and tool server left in
+the temp folder are swept (:func:`sweep_scratch`): only those whose owning process is gone and that
+no live process works in.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from typing import Any
 from sregym.agentplane.sandbox import delete_sandbox_namespace
 from sregym.cluster.agent_access import revoke_agent_access
 from sregym.cluster.handle import ClusterHandle
+from sregym.cluster.scratch import sweep_stale_scratch
 from sregym.conductor import agent_objects
 from sregym.conductor.faultplane import build_injector
 from sregym.conductor.journal import Journal, RunHeader, RunJournal, open_journals
@@ -180,3 +185,10 @@ def cleanup_all(kube_for: Callable[[RunHeader | None], Any], *, directory: Path 
                              for ns in app_namespaces(rj)}
     return [cleanup_run(rj, kube_for(rj.header), directory=directory, force=force, busy=busy)
             for rj in reversed(journals)]
+
+
+def sweep_scratch(root: Path | None = None) -> list[Path]:
+    """Remove the scratch folders (``sregym-agentproxy-*``, ``sre-tools-*``) of processes that are
+    gone; a live run's stay (:mod:`sregym.cluster.scratch`). Runs after :func:`cleanup_all` stopped
+    the killed runs' helper processes, so their folders are free by then."""
+    return sweep_stale_scratch(root)

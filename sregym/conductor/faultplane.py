@@ -245,21 +245,29 @@ class FaultPlane:
                 if not fresh:
                     kept.pending = f"{old}: pod gone, no new running pod of {first.injector.target.describe()} yet"
                     continue
-                added.append(self._reapply(key, kept, old, fresh))
+                new = self._reapply(key, kept, old, fresh, alive)
+                if new:
+                    added.append(new)
             return added
 
     def _carriers(self, key: str) -> set[str]:
         act = self.active[key]
         return act.injector.carriers(act.state)
 
-    def _reapply(self, key: str, kept: Persisted, old: str, fresh: list[str]) -> str:
+    def _reapply(self, key: str, kept: Persisted, old: str, fresh: list[str], alive: set[str]) -> str | None:
         """Plan on one of the ``fresh`` pods, journal, inject. A copy whose inject failed is kept
-        (so it is recovered) but counts as gone, so the next poll tries again."""
+        (so it is recovered) but counts as gone, so the next poll tries again. A plan whose carriers
+        are not all running (``alive``) is dropped before anything is journaled: a container that
+        just exited is still named by its pod's status until its next instance starts, and a copy
+        planned on it would die at once (seen live: two copies for one restart)."""
         first = self.active[key].intent
         new = f"{key}{COPY_SEPARATOR}{len(kept.copies) + 1}"
         intent, inj = self.plan_intent(key=new, kind="fault", injector=first.injector, params=first.params,
                                        target=Selector.model_validate(first.target), mechanism=first.mechanism,
                                        seed=first.seed, only_pods=fresh)
+        if not inj.carriers(intent.state) <= alive:
+            kept.pending = f"{old}: gone; the new instance of its container is not running yet"
+            return None
         self.journal.intent(intent)  # before the change, as for the first application
         act = self.active[new] = self._active(intent, inj)
         self.order.append(new)

@@ -72,7 +72,8 @@ PROBE = textwrap.dedent(r"""
     rounds += [one_round(), one_round()]
     export = urllib.request.Request(spec["otlp"], data=spec["spans"].encode(), method="POST",
                                     headers={"Content-Type": "application/json"})
-    out = {"closed": {url: [r[url] for r in rounds] for url in spec["closed"]}, "otlp": outcome(export)}
+    out = {"closed": {url: [r[url] for r in rounds] for url in spec["closed"]}, "otlp": outcome(export),
+           "password": {url: outcome(url) for url in spec["password"]}}
     print("RESULT " + json.dumps(out), flush=True)
     time.sleep(3600)  # a Deployment's pod: stay up rather than restart and probe again
 """)
@@ -102,6 +103,16 @@ def targets(cluster) -> list[str]:
     return urls
 
 
+def node_exporter_urls(cluster) -> list[str]:
+    """The raw node exporter at each node's address: it shares the host's network namespace, where no
+    NetworkPolicy applies, so its own password is its fence."""
+    pods = cluster.kube.core.list_namespaced_pod(OBSERVABILITY_NAMESPACE,
+                                                label_selector="app.kubernetes.io/name=node-exporter").items
+    hosts = {p.status.host_ip for p in pods if p.status.host_ip} | {observability.node_address(cluster)}
+    assert pods and hosts, "no node-exporter pod"
+    return [f"http://{host}:9100{path}" for host in sorted(hosts) for path in ("/metrics", "/")]
+
+
 @pytest.fixture(scope="module")
 def attack(cluster, stack, tmp_path_factory):
     """An app namespace as deploys make it, the agent's kubeconfig for it, and what the agent's
@@ -116,7 +127,7 @@ def attack(cluster, stack, tmp_path_factory):
     ns, service = f"obs-rt-{run}", f"fence-{run}"
     ensure_app_namespace(cluster, ns)
     spec = {"closed": targets(cluster), "settle": SETTLE_SECONDS, "otlp": observability.IN_CLUSTER_OTLP,
-            "spans": json.dumps(otlp_spans(service))}
+            "spans": json.dumps(otlp_spans(service)), "password": node_exporter_urls(cluster)}
     labels = {"app": "probe"}
     probe = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "probe", "labels": labels},
              "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
@@ -161,10 +172,33 @@ def test_a_pod_in_the_app_namespace_cannot_query_the_graders_observability(attac
     assert seen["otlp"].startswith("open: 200"), seen["otlp"]
 
 
+@pytest.mark.xfail(strict=True, reason=(
+    "known open (docs/security.md, 'The grader's observability services'): the agent may exec into the "
+    "release's own pods and edit its workloads, so no NetworkPolicy rule admits the app's spans and refuses "
+    "the agent's; no oracle reads traces, the agent can only blur its own (and a parallel cell's) view"))
+def test_spans_the_agent_makes_up_do_not_reach_the_trace_store(attack) -> None:
+    """The agent's pod posted a failed span under a service name of its choosing (in the fixture)."""
+    _, _, _, seen = attack
+    assert not seen["otlp"].startswith("open"), f"the trace store took the agent's span: {seen['otlp']}"
+
+
+def test_a_pod_in_the_app_namespace_cannot_read_the_raw_node_exporter(cluster, attack) -> None:
+    """The exporter answers the agent's pod (host network), but only with 401: the password is in a
+    Secret the agent cannot read, and Prometheus, which holds it, still scrapes the node."""
+    _, kubeconfig, _, seen = attack
+    assert seen["password"] and all(r == "open: HTTP 401" for r in seen["password"].values()), seen["password"]
+    with pytest.raises(ApiException) as refused:
+        Kube(kubeconfig).core.read_namespaced_secret("node-exporter-auth", OBSERVABILITY_NAMESPACE)
+    assert refused.value.status == 403
+
+
 def test_the_host_still_queries_everything_with_sregyms_own_clients(cluster, stack, attack) -> None:
     ns, _, service, _ = attack
     assert observability.problems(cluster) == []  # every endpoint answers this host (the readiness check)
     assert query_value(stack["prometheus"], "count(up)") is not None  # the SLO oracle's query
+    # Prometheus holds the node exporter's password: the node's metrics are still scraped
+    eventually(lambda: query_value(stack["prometheus"], 'min(up{job="node-exporter"}) == 1'), 60, 2,
+               what="Prometheus scraping the node exporter")
     with PrometheusView(stack["prometheus"], listen_host=proxy_listen_host(cluster)) as view:  # the agent's view
         assert tools_backend.query_metrics(view.url, "up")["series"]
     # the span the agent's pod posted is in the store, and the pod's own log lines in the log query

@@ -270,6 +270,65 @@ def test_restarting_every_pod_does_not_cure_cpu_pressure(cluster):
     anyio.run(go)
 
 
+def stress_in_container(cluster, pod: dict, container_id: str) -> int:
+    """stress-ng processes in one container's cgroup (its id in /proc/PID/cgroup), read from the node."""
+    runner = node_runner(ctx_for(cluster, pod["metadata"]["namespace"]), pod["spec"]["nodeName"])
+    bare = container_id.split("://", 1)[-1]
+    return int(runner.run(["python3", "-c", _STRESS_IN_POD, bare]).stdout.strip() or 0)
+
+
+def geo_container(pod: dict) -> dict:
+    return next(s for s in pod["status"]["containerStatuses"] if s["name"] == "geo")
+
+
+def test_a_container_restart_in_the_same_pod_does_not_cure_cpu_pressure(cluster):
+    """An agent may exec into geo and end its main process (``kill 1``): the kubelet restarts the
+    container in the same pod, in a new cgroup, and the stress process (in the old container's
+    cgroup) is gone with it. The plane must put the fault on the new container. Checked
+    independently of the injector: stress-ng in the new container's own cgroup, same pod."""
+    p = problem("hotel_geo_cpu_pressure")
+
+    async def go():
+        async with faulted(p, cluster) as (plane, app, _):
+            ns = app.namespace
+            [pod] = pods_of(cluster, ns, "geo")
+            before = geo_container(pod)
+            assert stress_in_container(cluster, pod, before["containerID"]), "no stress-ng in geo's container"
+            # what the agent's kubeconfig allows (pods/exec): the app's PID 1 handles SIGTERM and exits
+            cluster.kube.kubectl("exec", pod["metadata"]["name"], "-n", ns, "-c", "geo", "--", "kill", "1",
+                                 check=False, timeout=30)
+
+            def restarted() -> dict | None:
+                now = next((q for q in pods_of(cluster, ns, "geo") if q["metadata"]["uid"] == pod["metadata"]["uid"]),
+                           None)
+                if now is None:
+                    return None
+                c = geo_container(now)
+                fresh = c["restartCount"] > before["restartCount"] and c["containerID"] != before["containerID"]
+                return now if fresh and "running" in c["state"] else None
+
+            again = await anyio.to_thread.run_sync(lambda: eventually(restarted, timeout=60, every=1,
+                                                                      what="geo's container restarted in its pod"))
+            await back_in_place(plane, timeout=60)
+            now = geo_container(next(q for q in pods_of(cluster, ns, "geo")
+                                     if q["metadata"]["uid"] == pod["metadata"]["uid"]))
+            after = now["containerID"]
+            seen = f"re-applied: {plane.reapplied}; geo restarts: {now['restartCount']}; {now.get('lastState')}"
+            # one copy per restart, each replacing the one before, all on the same pod
+            assert plane.reapplied and {r["fault"] for r in plane.reapplied} == {"geo_cpu"}, seen
+            assert [r["replaces"] for r in plane.reapplied] == ["geo_cpu"] + [r["key"] for r in plane.reapplied[:-1]], seen
+            assert all(r["pods"] == [pod["metadata"]["uid"]] for r in plane.reapplied), seen
+            assert len(plane.reapplied) <= now["restartCount"] - before["restartCount"], seen
+            assert eventually(lambda: stress_in_container(cluster, again, after), timeout=20, every=1), \
+                "no stress-ng in geo's restarted container"
+            check = await plane.verify("geo_cpu", timeout=10)
+            assert check.ok, check.detail
+        assert eventually(lambda: stress_in_pod(cluster, again) == 0, timeout=20, every=2), \
+            "stress-ng left in the geo pod's cgroups after recovery"
+
+    anyio.run(go)
+
+
 # -- a killed run: cleanup removes the re-applied copies ---------------------------------------
 
 RUN_AND_WAIT = r"""

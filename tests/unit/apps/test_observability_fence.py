@@ -8,7 +8,8 @@ callers the code has (docs/security.md, "The grader's observability services"):
 
 - nobody but the node reaches Prometheus (the conductor, the oracles and the agent's filtered view
   run on the host; the node needs no rule, see the template);
-- the trace store's OTLP ingest is open (every app sends spans), its query API only to the agent's
+- the trace store's OTLP ingest is open (every app sends spans; no rule could refuse the agent and admit the
+  app, docs/security.md "Spans the agent makes up"), its query API only to the agent's
   tool server pods;
 - the log query only to its peers (each asks the others for their node's lines) and the tool server.
 
@@ -116,7 +117,8 @@ def test_each_query_service_has_one_ingress_policy_of_its_own_and_egress_stays_f
         policy = of_kind(docs, "NetworkPolicy")[name]
         # Prometheus must keep scraping every namespace: only ingress is fenced
         assert policy["spec"]["policyTypes"] == ["Ingress"], name
-    # node-exporter runs in the host's network namespace, where no NetworkPolicy applies
+    # node-exporter runs in the host's network namespace, where no NetworkPolicy applies (its password
+    # fences it: test_the_node_exporter_answers_only_whoever_holds_prometheus_password)
     assert policies_selecting(docs, pods["node-exporter"]) == []
 
 
@@ -188,3 +190,54 @@ def test_the_fence_is_kept_where_the_conductor_is_the_only_node():
     assert observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1"))
     assert not observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1", "192.0.2.11"))
     assert not observability.conductor_is_the_node(cluster_with_nodes("192.0.2.10"))  # not this host
+
+
+# -- the node exporter ---------------------------------------------------------------------------
+NODE_EXPORTER_USER = "prometheus"
+
+
+def test_the_node_exporter_answers_only_whoever_holds_prometheus_password():
+    """node-exporter runs in the host's network namespace, where no NetworkPolicy applies: a pod the
+    agent makes reaches ``<node IP>:9100`` and read the raw exporter (found live). It now demands a
+    password that only Prometheus holds: it lives in a Secret of the observability namespace (the
+    agent reads no Secret there), mounted into the exporter (as a bcrypt hash) and into Prometheus
+    (as a file its scrape reads). No ConfigMap, argument, environment variable or probe carries it,
+    since the agent reads all of those."""
+    docs = render()
+    secret = of_kind(docs, "Secret")["node-exporter-auth"]
+    data = secret.get("stringData") or {}
+    password, web = data["password"], yaml.safe_load(data["web.yml"])
+    assert len(password) >= 24 and password.isalnum()
+    users = web["basic_auth_users"]
+    assert list(users) == [NODE_EXPORTER_USER] and users[NODE_EXPORTER_USER].startswith("$2")  # bcrypt
+    assert password not in data["web.yml"]
+
+    exporter = workloads(docs)["node-exporter"]["spec"]["template"]["spec"]
+    [container] = exporter["containers"]
+    [web_arg] = [a for a in container["args"] if a.startswith("--web.config.file=")]
+    web_path = web_arg.split("=", 1)[1]
+    mounts = {m["name"]: m for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in exporter["volumes"]}
+    [auth] = [name for name, v in volumes.items() if v.get("secret", {}).get("secretName") == "node-exporter-auth"]
+    assert web_path.startswith(mounts[auth]["mountPath"].rstrip("/") + "/")
+    assert set(container["readinessProbe"]) & {"tcpSocket"}, "an HTTP probe would need the password in the spec"
+
+    prometheus = workloads(docs)["prometheus"]["spec"]["template"]["spec"]
+    config = yaml.safe_load(of_kind(docs, "ConfigMap")["prometheus-config"]["data"]["prometheus.yml"])
+    [job] = [j for j in config["scrape_configs"] if j["job_name"] == "node-exporter"]
+    assert job["basic_auth"]["username"] == NODE_EXPORTER_USER and "password" not in job["basic_auth"]
+    password_file = job["basic_auth"]["password_file"]
+    [server] = [c for c in prometheus["containers"] if c["name"] == "prometheus"]
+    mounted = {m["mountPath"].rstrip("/"): m["name"] for m in server["volumeMounts"]}
+    holder = mounted[password_file.rsplit("/", 1)[0]]
+    assert {v["name"]: v for v in prometheus["volumes"]}[holder]["secret"]["secretName"] == "node-exporter-auth"
+
+    readable = yaml.safe_dump([d for d in docs if d["kind"] != "Secret"])
+    assert password not in readable and users[NODE_EXPORTER_USER] not in readable
+
+
+def test_the_agent_reads_no_secret_of_the_observability_namespace():
+    from sregym.cluster.agent_access import cluster_rules, observability_rules
+    for rule in observability_rules() + cluster_rules():
+        if "" in rule["apiGroups"]:
+            assert "secrets" not in rule["resources"] and "*" not in rule["resources"], rule

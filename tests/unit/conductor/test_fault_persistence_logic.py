@@ -187,3 +187,46 @@ def test_a_restarted_container_gets_a_container_scoped_fault_again(tmp_path: Pat
 
     anyio.run(go)
     assert rules() == []
+
+
+def test_a_restarting_container_is_not_given_the_fault_before_its_new_instance_runs(tmp_path: Path):
+    """Measured live (``kill 1`` in geo): the watcher saw the old container stop and re-applied at
+    once, but the pod's status still named the old container, so the copy was planned on (and put
+    into) the dead one, and only a second copy reached the new container. The plane must wait
+    until the planned container runs: one restart, one copy."""
+    import_path(FAKES)
+    world = tmp_path / "containers.json"
+    world.write_text(json.dumps({"pod-1": {"container": "containerd://a", "rules": [], "state": "running"}}))
+
+    def listed(_inj):
+        return [{"metadata": {"uid": uid}, "status": {"containerStatuses": [
+            {"name": "geo", "containerID": pod["container"], "state": {pod["state"]: {}}}]}}
+            for uid, pod in json.loads(world.read_text()).items()]
+
+    def set_container(container: str, state: str, rules: list[str] | None = None) -> None:
+        data = json.loads(world.read_text())
+        data["pod-1"].update(container=container, state=state, **({} if rules is None else {"rules": rules}))
+        tmp = world.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data))
+        tmp.replace(world)
+
+    journal = Journal("p10", tmp_path / "journal")
+    plane = FaultPlane(journal=journal, kube=None, app_namespace="app", run_id="p10", run_seed=1,
+                       target_pods=listed, watch_interval=0.05)
+
+    async def go():
+        await plane.start(key="cpu", kind="fault", injector="unit_container_rule", params={"file": str(world)},
+                          target=Selector(kind="Deployment", name="geo"))
+        set_container("containerd://a", "terminated", rules=[])  # exited; the status still names it
+        await anyio.sleep(0.4)  # several polls
+        assert plane.reapplied == [], plane.reapplied
+        assert "not running" in plane.persisted["cpu"].pending
+        set_container("containerd://b", "running")
+        await eventually(lambda: len(plane.reapplied) == 1)
+        await anyio.sleep(0.3)
+        assert [r["replaces"] for r in plane.reapplied] == ["cpu"]
+        assert plane.active["cpu#2"].intent.state["container"]["container_id"] == "containerd://b"
+        assert plane.in_place()[0] and (await plane.verify("cpu", timeout=1)).ok
+        assert await plane.recover_all() == []
+
+    anyio.run(go)

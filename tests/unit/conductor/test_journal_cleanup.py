@@ -9,6 +9,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sregym.cluster.scratch import process_start_time
 from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.journal import Journal, RunHeader, open_journals, read_journal
@@ -130,11 +131,20 @@ def test_the_cleanup_command_imports_the_runs_plugins_in_a_fresh_process(world: 
     journal.start(RunHeader(run_id="r6", problem_id="p", pid=999_999_999, plugins=[str(FAKES)],
                             kubeconfig=str(tmp_path / "cluster-long-gone.kubeconfig")))
     anyio.run(start, plane_for(journal), "a", world)
-    proc = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env={**os.environ, "SREGYM_STATE": str(state)},
+    # the killed run's API proxy left its private folder; a live run's folder (this process's) stays
+    tmp = tmp_path / "tmp"
+    (tmp / "sregym-agentproxy-killed").mkdir(parents=True)
+    (tmp / "sregym-agentproxy-killed" / ".sregym-owner").write_text("999999999 1\n")
+    (tmp / "sre-tools-live").mkdir()
+    (tmp / "sre-tools-live" / ".sregym-owner").write_text(f"{os.getpid()} {process_start_time(os.getpid())}\n")
+    proc = subprocess.run([sys.executable, "-m", "sregym", "cleanup"],
+                          env={**os.environ, "SREGYM_STATE": str(state), "TMPDIR": str(tmp)},
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert "clean r6: recovered a" in proc.stderr
     assert json.loads(world.read_text())["a"] == "good"
+    assert "removed 1 scratch folder(s) of killed runs" in proc.stderr
+    assert sorted(p.name for p in tmp.iterdir()) == ["sre-tools-live"]
 
 
 def test_cleanup_stops_a_killed_runs_helper_process(tmp_path: Path):

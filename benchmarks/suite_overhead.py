@@ -20,6 +20,8 @@ from pathlib import Path
 from sregym.core.record import RunRecord
 from sregym.report.records import load_records
 
+from _figures import quantile
+
 TARGET_MEDIAN_S = 60.0
 AGENT_PHASE = "agent"
 
@@ -33,15 +35,6 @@ def framework_seconds(record: RunRecord) -> float | None:
     else:
         total = sum(record.phases.values())
     return max(0.0, total - record.phases.get(AGENT_PHASE, 0.0))
-
-
-def quantile(values: list[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default), without numpy for a tiny script."""
-    s = sorted(values)
-    pos = (len(s) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def main(argv: list[str] | None = None) -> int:

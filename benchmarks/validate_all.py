@@ -28,20 +28,13 @@ import anyio
 
 from sregym.core.loader import load_catalog
 
+from _figures import quantile
+
 TARGET_MEDIAN_S = 40.0
 TARGET_P95_S = 120.0
 # issue 18, measured 2026-11-25 on the 2-core machine (docs/validation.md before the speed-ups)
 BEFORE_MEDIAN_S = 100.0
 BEFORE_ALL_S, BEFORE_ALL_PROBLEMS = 107 * 60.0, 44
-
-
-def quantile(values: list[float], q: float) -> float:
-    """Linear-interpolated quantile (numpy's default), without numpy for a tiny script."""
-    s = sorted(values)
-    pos = (len(s) - 1) * q
-    lo = int(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def chosen_problems(args: argparse.Namespace) -> list[str]:

@@ -27,20 +27,27 @@ def private_mount_ns():
     proc.wait()
 
 
-@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse")
-def test_sector_fs_fails_reads_of_bad_blocks_only_in_the_target_namespace(tmp_path, private_mount_ns):
+def mount_sector_fs(tmp_path: Path, pid: int, bad: str, token: str) -> tuple[Path, HostRunner, int, float]:
+    """An 8-block file (block i holds byte i) served by sectorfs in ``pid``'s mount namespace with
+    blocks ``bad`` failing EIO; waits until the mount shows. (data, runner, server pid, start)."""
     data = tmp_path / "blob"
     data.write_bytes(b"".join(bytes([i]) * 4096 for i in range(8)))
-    pid = private_mount_ns
     runner = HostRunner("this-host")
-    token = f"sfs-test-{os.getpid()}"
-    fs_pid, start = spawn(runner, [sys.executable, sectorfs.__file__, str(pid), str(data), "4096", "2,5", "EIO", token],
+    fs_pid, start = spawn(runner, [sys.executable, sectorfs.__file__, str(pid), str(data), "4096", bad, "EIO", token],
                           log=str(tmp_path / "log"))
+    deadline = time.time() + 10
+    while str(data) not in Path(f"/proc/{pid}/mounts").read_text() and time.time() < deadline:
+        time.sleep(0.1)
+    return data, runner, fs_pid, start
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no /dev/fuse")
+def test_sector_fs_fails_reads_of_bad_blocks_only_in_the_target_namespace(tmp_path, private_mount_ns):
+    pid = private_mount_ns
+    token = f"sfs-test-{os.getpid()}"
+    data, runner, fs_pid, start = mount_sector_fs(tmp_path, pid, "2,5", token)
     try:
         view = f"/proc/{pid}/root{data}"
-        deadline = time.time() + 10
-        while str(data) not in Path(f"/proc/{pid}/mounts").read_text() and time.time() < deadline:
-            time.sleep(0.1)
         fd = os.open(view, os.O_RDWR)
         assert os.pread(fd, 4096, 4096)[:1] == b"\x01"
         for bad in (2, 5):
@@ -63,17 +70,10 @@ def test_sector_fs_repaired_keeps_serving_open_descriptors_then_exits(tmp_path, 
     """Recovery is a repaired disk: a process that opened the file through the mount (a database
     backend) reads every block again after SIGUSR1 and the lazy unmount, and the server exits once
     the last such descriptor closes (nothing left behind)."""
-    data = tmp_path / "blob"
-    data.write_bytes(b"".join(bytes([i]) * 4096 for i in range(8)))
     pid = private_mount_ns
-    runner = HostRunner("this-host")
     token = f"sfs-repair-{os.getpid()}"
-    fs_pid, start = spawn(runner, [sys.executable, sectorfs.__file__, str(pid), str(data), "4096", "2,3", "EIO", token],
-                          log=str(tmp_path / "log"))
+    data, runner, fs_pid, start = mount_sector_fs(tmp_path, pid, "2,3", token)
     try:
-        deadline = time.time() + 10
-        while str(data) not in Path(f"/proc/{pid}/mounts").read_text() and time.time() < deadline:
-            time.sleep(0.1)
         fd = os.open(f"/proc/{pid}/root{data}", os.O_RDONLY)
         with pytest.raises(OSError) as e:  # a whole 8 KiB page bad: an I/O error, not a short read
             os.pread(fd, 8192, 2 * 4096)

@@ -54,6 +54,28 @@ def load_plugins(plugins: list[Path]) -> None:
             where = f"{frames[-1].filename}:{frames[-1].lineno}" if frames else str(folder)
             raise UserInputError(f"{where}: importing the plug-in failed: {type(e).__name__}: {e}",
                                  hint="run with --debug for the traceback") from e
+    if plugins:
+        _say_what_plugins_replace()
+
+
+def _say_what_plugins_replace() -> None:
+    """A user's plug-in with a built-in's name replaces it (an edited copy of ``injectors/``):
+    say so, once the built-ins are loaded too, so no run uses a changed primitive unknowingly."""
+    import sys
+
+    from rich.console import Console
+
+    from sregym.agentplane.agents import AGENTS
+    from sregym.injectors import INJECTORS
+    from sregym.oracles import DIAGNOSIS_ORACLES, MITIGATION_ORACLES
+
+    console = Console(stderr=True)
+    for registry in (INJECTORS, MITIGATION_ORACLES, DIAGNOSIS_ORACLES, AGENTS):
+        registry.load()
+        for name, (builtin, user) in sorted(registry.replaced.items()):
+            where = getattr(sys.modules.get(user), "__file__", user)
+            console.print(f"note: {registry.kind} {name!r} from {where} replaces the built-in one ({builtin})",
+                          highlight=False, soft_wrap=True)
 
 
 def catalog(problems_dir: list[Path], plugins: list[Path]) -> Catalog:

@@ -37,6 +37,8 @@ class Registry(Generic[T]):
         self.builtin_package = builtin_package
         self._items: dict[str, T] = {}
         self._origins: dict[str, str] = {}
+        # name -> (built-in module, the user's module) for each built-in a user's plug-in replaced
+        self.replaced: dict[str, tuple[str, str]] = {}
         self._loaded = False
         self._lock = threading.RLock()
 
@@ -46,9 +48,18 @@ class Registry(Generic[T]):
         def decorate(obj: T) -> T:
             origin = getattr(obj, "__module__", "?")
             if name in self._items and self._origins[name] != origin:
-                raise UserInputError(
-                    f"{self.kind} {name!r} is registered twice: by {self._origins[name]} and by {origin}",
-                    hint=f"rename one of the two {self.kind}s")
+                first = self._origins[name]
+                if is_user_plugin(first) == is_user_plugin(origin):
+                    raise UserInputError(f"{self.kind} {name!r} is registered twice: by {first} and by {origin}",
+                                         hint=f"rename one of the two {self.kind}s")
+                # A user's plug-in (--plugins) replaces the built-in of its name, whichever loads
+                # first: working from a copy of injectors/ with one primitive edited is how a
+                # researcher changes one. An unchanged copy is the same code: nothing is replaced.
+                user, builtin = (origin, first) if is_user_plugin(origin) else (first, origin)
+                if not same_source(user, builtin):
+                    self.replaced[name] = (builtin, user)
+                if user == first:
+                    return obj  # the built-in loads after the user's plug-in: the plug-in stays
             self._items[name] = obj
             self._origins[name] = origin
             return obj
@@ -112,12 +123,29 @@ def import_package_modules(package: str) -> None:
             importlib.import_module(info.name)
 
 
+PLUGIN_MODULE_PREFIX = "sregym_plugin_"
+
+
+def is_user_plugin(module: str) -> bool:
+    """Whether ``module`` is a file from a user's ``--plugins`` folder (see ``import_path``)."""
+    return module.startswith(PLUGIN_MODULE_PREFIX)
+
+
+def same_source(module_a: str, module_b: str) -> bool:
+    """Whether two modules were imported from files with the same content."""
+    files = [getattr(sys.modules.get(m), "__file__", None) for m in (module_a, module_b)]
+    try:
+        return None not in files and Path(files[0]).read_bytes() == Path(files[1]).read_bytes()
+    except OSError:
+        return False
+
+
 def import_path(path: Path) -> None:
     """Import every ``*.py`` under a folder given by the user (``--plugins DIR``)."""
     for file in sorted(Path(path).glob("*.py")):
         if file.name.startswith("_"):
             continue
-        name = f"sregym_plugin_{file.stem}"
+        name = f"{PLUGIN_MODULE_PREFIX}{file.stem}"
         spec = importlib.util.spec_from_file_location(name, file)
         if spec is None or spec.loader is None:
             raise UserInputError(f"{file}: cannot be imported as a Python module")

@@ -118,6 +118,7 @@ class _ProxyProcess:
         self._workdir = work = make_scratch_dir("sregym-agentproxy-")  # 0700; swept by cleanup if we are killed
         try:
             argv, stdin = self._command(binary, work)
+            argv += ["-exit-with-parent", str(os.getpid())]  # never outlives us, even SIGKILLed
             log = open(self.log_path or work / "agentproxy.log", "ab")
             try:
                 self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,

@@ -74,6 +74,18 @@ func fail(format string, args ...any) {
 	os.Exit(2)
 }
 
+// exitWithParent ends the proxy when its launcher is gone (a SIGKILLed conductor or test never
+// stops it, and it belongs to no journaled run that cleanup could find). Polling the parent PID
+// works whatever thread started us, unlike PR_SET_PDEATHSIG, which fires when that thread ends.
+func exitWithParent(parent int) {
+	for {
+		if os.Getppid() != parent {
+			os.Exit(0)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
 func main() {
 	var hidden, groups listFlag
 	listen := flag.String("listen", "127.0.0.1:0", "address to serve on (port 0: any free port)")
@@ -88,7 +100,11 @@ func main() {
 	flag.Var(&groups, "as-group", "a group of that identity (repeatable)")
 	flag.Var(&hidden, "hide-namespace", "a namespace the agent must not see (repeatable)")
 	prometheus := flag.String("prometheus", "", "serve the agent's view of this Prometheus (plain HTTP) instead")
+	parent := flag.Int("exit-with-parent", 0, "exit once this process (the launcher) is no longer the parent")
 	flag.Parse()
+	if *parent > 0 {
+		go exitWithParent(*parent)
+	}
 	if *prometheus != "" {
 		servePrometheus(*listen, *prometheus, hidden)
 		return

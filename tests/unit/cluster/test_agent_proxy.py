@@ -195,3 +195,38 @@ def test_cleanup_stops_a_killed_runs_proxy_by_its_journaled_pid(tmp_path) -> Non
         assert view._proc.wait(timeout=10) == -9
     finally:
         view.stop()
+
+
+def test_a_proxy_does_not_outlive_the_process_that_started_it(tmp_path) -> None:
+    """A test fixture or conductor killed with SIGKILL never reaches ``stop``; its proxies belong to
+    no journaled run, so ``sregym cleanup`` cannot find them (two ran on for 2 h 19 min once)."""
+    import os
+    import signal
+    import sys
+    import time
+
+    starter = subprocess.Popen([sys.executable, "-c",
+                                "from sregym.cluster.agent_proxy import PrometheusView\n"
+                                "v = PrometheusView('http://127.0.0.1:9').start()\n"
+                                "print(v.pid, flush=True)\n"
+                                "import time; time.sleep(600)\n"],
+                               stdout=subprocess.PIPE, text=True, cwd=Path(__file__).resolve().parents[3])
+    try:
+        proxy_pid = int(starter.stdout.readline())
+        os.kill(proxy_pid, 0)  # running while its starter is
+        starter.kill()
+        starter.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                os.kill(proxy_pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.2)
+        else:
+            os.kill(proxy_pid, signal.SIGKILL)
+            pytest.fail(f"the proxy {proxy_pid} kept running after its starter was killed")
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+            starter.wait()

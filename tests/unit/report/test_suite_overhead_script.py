@@ -26,21 +26,22 @@ def test_quantiles_interpolate_like_numpy():
 
 
 def test_the_script_prints_median_and_p95(tmp_path, capsys):
-    recs = [make_record(problem=f"p{i}", seed=i, phases={"prepare": 10.0 * i, "agent": 50.0}) for i in range(1, 6)]
+    recs = [make_record(problem=f"p{i}", seed=i, phases={"prepare": 5.0 * i, "agent": 50.0}) for i in range(1, 6)]
     recs.append(make_record(problem="px", seed=9, status="error", phases={"prepare": 999.0}))
     write_records(recs, tmp_path)
     assert overhead.main([str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "runs: 5" in out
-    assert "median 30.0 s, p95 48.0 s" in out
+    assert "median 15.0 s, p95 24.0 s" in out
+    assert "median 98.6 s -> 15.0 s (6.6x), p95 169 s -> 24.0 s (7.0x)" in out
     assert "meets" in out and out.splitlines()[-1] == "verdict: meets every target"
 
 
 def test_the_script_fails_when_the_median_misses_the_target_or_there_is_nothing_to_measure(tmp_path, capsys):
-    write_records([make_record(problem=f"p{i}", seed=i, phases={"prepare": 70.0, "agent": 5.0}) for i in range(3)],
+    write_records([make_record(problem=f"p{i}", seed=i, phases={"prepare": 31.0, "agent": 5.0}) for i in range(3)],
                   tmp_path / "slow")
     assert overhead.main([str(tmp_path / "slow")]) == 1
-    assert capsys.readouterr().out.splitlines()[-1] == "verdict: MISSES median 70.0 s (target < 60 s)"
+    assert capsys.readouterr().out.splitlines()[-1] == "verdict: MISSES median 31.0 s (target <= 30 s)"
     (tmp_path / "empty").mkdir()
     assert overhead.main([str(tmp_path / "empty")]) == 1
     assert capsys.readouterr().out.splitlines()[-1] == "verdict: MISSES no runs to measure"

@@ -111,14 +111,21 @@ func (p *recordingProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func startRecording(t *testing.T) (*recordingProm, *httptest.Server) {
 	t.Helper()
 	rec := &recordingProm{}
-	api := httptest.NewServer(withLabelNames(rec, "__name__", "namespace", "pod"))
+	_, srv := startView(t, withLabelNames(rec, "__name__", "namespace", "pod"))
+	return rec, srv
+}
+
+// startView serves the view of a stand-in Prometheus: (the stand-in, the view).
+func startView(t *testing.T, prom http.Handler) (*httptest.Server, *httptest.Server) {
+	t.Helper()
+	api := httptest.NewServer(prom)
 	t.Cleanup(api.Close)
 	target, _ := url.Parse(api.URL)
 	v := &PromView{Upstream: target, Filter: NewFilter(testHidden), Sealer: NewSealer(testHidden),
 		Transport: http.DefaultTransport, Log: log.New(os.Stderr, "test: ", 0)}
 	srv := httptest.NewServer(v.handler())
 	t.Cleanup(srv.Close)
-	return rec, srv
+	return api, srv
 }
 
 func send(t *testing.T, method, u, body string) (int, string) {
@@ -262,26 +269,11 @@ func TestOnlyKnownParametersAreForwarded(t *testing.T) {
 	}
 }
 
-// labelledProm is a stand-in Prometheus whose TSDB holds series under the given label names; it
-// records the agent's requests that reach it (not the view's own label-name lookups).
-type labelledProm struct{ got []url.Values }
-
-func (p *labelledProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = r.ParseForm()
-	p.got = append(p.got, r.Form)
-	io.WriteString(w, `{"status":"success","data":[]}`)
-}
-
 func TestEveryLabelPrometheusHoldsIsSealedNotOnlyTheNamespaceLabels(t *testing.T) {
-	prom := &labelledProm{}
-	api := httptest.NewServer(withLabelNames(prom, append([]string{"__name__", "job", "namespace", "pod"}, otherLabels...)...))
-	t.Cleanup(api.Close)
-	target, _ := url.Parse(api.URL)
-	v := &PromView{Upstream: target, Filter: NewFilter(testHidden), Sealer: NewSealer(testHidden),
-		Transport: http.DefaultTransport, Log: log.New(os.Stderr, "test: ", 0)}
-	srv := httptest.NewServer(v.handler())
-	t.Cleanup(srv.Close)
+	// the stand-in's TSDB holds series under these label names; it records the agent's requests that
+	// reach it, not the view's own label-name lookups
+	rec := &recordingProm{}
+	api, srv := startView(t, withLabelNames(rec, append([]string{"__name__", "job", "namespace", "pod"}, otherLabels...)...))
 	agg := url.QueryEscape(`count by (pod) (istio_requests_total)`)
 	for _, c := range []struct{ method, path, body string }{
 		{"GET", "/api/v1/query?query=" + agg, ""},
@@ -290,12 +282,12 @@ func TestEveryLabelPrometheusHoldsIsSealedNotOnlyTheNamespaceLabels(t *testing.T
 		{"GET", "/api/v1/label/destination_namespace/values", ""},
 		{"POST", "/api/v1/labels", ""},
 	} {
-		prom.got = nil
-		if code, body := send(t, c.method, srv.URL+c.path, c.body); code != 200 || len(prom.got) != 1 {
-			t.Fatalf("%s %s: %d %s (%d forwarded)", c.method, c.path, code, body, len(prom.got))
+		rec.got = nil
+		if code, body := send(t, c.method, srv.URL+c.path, c.body); code != 200 || len(rec.got) != 1 {
+			t.Fatalf("%s %s: %d %s (%d forwarded)", c.method, c.path, code, body, len(rec.got))
 		}
-		selectors := prom.got[0]["match[]"]
-		if q := prom.got[0].Get("query"); q != "" {
+		selectors := rec.got[0].form["match[]"]
+		if q := rec.got[0].form.Get("query"); q != "" {
 			selectors = []string{q}
 		}
 		for _, sel := range selectors {

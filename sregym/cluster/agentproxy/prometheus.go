@@ -69,13 +69,55 @@ func (v *PromView) handler() http.Handler {
 			promError(w, http.StatusMethodNotAllowed, "bad_data", "GET or POST only")
 			return
 		}
-		if err := v.Sealer.rewriteRequest(r); err != nil {
+		sealer, err := v.sealerNow(r)
+		if err != nil {
+			v.Log.Printf("prometheus view: the label names: %v", err)
+			promError(w, http.StatusBadGateway, "unavailable", "the metrics backend could not serve this request")
+			return
+		}
+		if err := sealer.rewriteRequest(r); err != nil {
 			promError(w, http.StatusBadRequest, "bad_data", err.Error())
 			return
 		}
 		r.RequestURI = ""
 		rp.ServeHTTP(w, r)
 	})
+}
+
+// sealerNow is the view's sealer for every label name Prometheus holds right now (asked on each
+// request, so a label that appears later is sealed from the next query on; the answer filter
+// catches a series that survives unaggregated in between). Without the names, nothing is sent.
+func (v *PromView) sealerNow(r *http.Request) (*Sealer, error) {
+	if r.URL.Path == "/api/v1/metadata" { // no selector to seal
+		return v.Sealer, nil
+	}
+	u := *v.Upstream
+	u.Path = strings.TrimSuffix(v.Upstream.Path, "/") + "/api/v1/labels"
+	u.RawQuery = ""
+	req, err := http.NewRequestWithContext(r.Context(), http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	transport := v.Transport
+	if transport == nil {
+		transport = http.DefaultTransport
+	}
+	resp, err := transport.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Status string   `json:"status"`
+		Data   []string `json:"data"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 64<<20)).Decode(&answer); err != nil {
+		return nil, fmt.Errorf("HTTP %d, unreadable: %w", resp.StatusCode, err)
+	}
+	if resp.StatusCode != http.StatusOK || answer.Status != "success" {
+		return nil, fmt.Errorf("HTTP %d, status %q", resp.StatusCode, answer.Status)
+	}
+	return v.Sealer.ForLabels(answer.Data), nil
 }
 
 func promError(w http.ResponseWriter, code int, kind, msg string) {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io"
 	"log"
 	"net/http"
@@ -13,7 +14,7 @@ import (
 
 func startProm(t *testing.T, up *upstream) *httptest.Server {
 	t.Helper()
-	api := httptest.NewServer(up)
+	api := httptest.NewServer(withLabelNames(up, "__name__", "namespace", "pod"))
 	t.Cleanup(api.Close)
 	target, _ := url.Parse(api.URL)
 	v := &PromView{Upstream: target, Filter: NewFilter([]string{"node-ops"}), Sealer: NewSealer([]string{"node-ops"}), Transport: http.DefaultTransport,
@@ -21,6 +22,19 @@ func startProm(t *testing.T, up *upstream) *httptest.Server {
 	srv := httptest.NewServer(v.handler())
 	t.Cleanup(srv.Close)
 	return srv
+}
+
+// withLabelNames answers the view's own label-name lookup (GET /api/v1/labels without parameters)
+// as a Prometheus holding these label names would, and passes every other request to h.
+func withLabelNames(h http.Handler, names ...string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/api/v1/labels" && r.URL.RawQuery == "" && r.Method == http.MethodGet {
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": names})
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 func fetch(t *testing.T, method, u string) (int, string) {
@@ -97,14 +111,21 @@ func (p *recordingProm) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func startRecording(t *testing.T) (*recordingProm, *httptest.Server) {
 	t.Helper()
 	rec := &recordingProm{}
-	api := httptest.NewServer(rec)
+	_, srv := startView(t, withLabelNames(rec, "__name__", "namespace", "pod"))
+	return rec, srv
+}
+
+// startView serves the view of a stand-in Prometheus: (the stand-in, the view).
+func startView(t *testing.T, prom http.Handler) (*httptest.Server, *httptest.Server) {
+	t.Helper()
+	api := httptest.NewServer(prom)
 	t.Cleanup(api.Close)
 	target, _ := url.Parse(api.URL)
 	v := &PromView{Upstream: target, Filter: NewFilter(testHidden), Sealer: NewSealer(testHidden),
 		Transport: http.DefaultTransport, Log: log.New(os.Stderr, "test: ", 0)}
 	srv := httptest.NewServer(v.handler())
 	t.Cleanup(srv.Close)
-	return rec, srv
+	return api, srv
 }
 
 func send(t *testing.T, method, u, body string) (int, string) {
@@ -245,5 +266,41 @@ func TestOnlyKnownParametersAreForwarded(t *testing.T) {
 	send(t, "GET", srv.URL+"/api/v1/metadata?metric=up&limit=3", "")
 	if q := rec.got[1].rawQuery; q != "metric=up&limit=3" {
 		t.Errorf("metadata query %q", q)
+	}
+}
+
+func TestEveryLabelPrometheusHoldsIsSealedNotOnlyTheNamespaceLabels(t *testing.T) {
+	// the stand-in's TSDB holds series under these label names; it records the agent's requests that
+	// reach it, not the view's own label-name lookups
+	rec := &recordingProm{}
+	api, srv := startView(t, withLabelNames(rec, append([]string{"__name__", "job", "namespace", "pod"}, otherLabels...)...))
+	agg := url.QueryEscape(`count by (pod) (istio_requests_total)`)
+	for _, c := range []struct{ method, path, body string }{
+		{"GET", "/api/v1/query?query=" + agg, ""},
+		{"POST", "/api/v1/query_range", "query=" + agg + "&start=1&end=2&step=1"},
+		{"GET", "/api/v1/series?match[]=" + url.QueryEscape(`{destination_namespace=~".+"}`), ""},
+		{"GET", "/api/v1/label/destination_namespace/values", ""},
+		{"POST", "/api/v1/labels", ""},
+	} {
+		rec.got = nil
+		if code, body := send(t, c.method, srv.URL+c.path, c.body); code != 200 || len(rec.got) != 1 {
+			t.Fatalf("%s %s: %d %s (%d forwarded)", c.method, c.path, code, body, len(rec.got))
+		}
+		selectors := rec.got[0].form["match[]"]
+		if q := rec.got[0].form.Get("query"); q != "" {
+			selectors = []string{q}
+		}
+		for _, sel := range selectors {
+			for _, name := range otherLabels {
+				if !strings.Contains(sel, name+`!~"a\\.b|node-ops"`) {
+					t.Errorf("%s %s: %s forwarded without excluding %s", c.method, c.path, sel, name)
+				}
+			}
+		}
+	}
+	// the label names cannot be learned: the view refuses to answer rather than send a query unsealed
+	api.Close()
+	if code, _ := fetch(t, "GET", srv.URL+"/api/v1/query?query=up"); code != http.StatusBadGateway {
+		t.Errorf("without the label names: %d", code)
 	}
 }

@@ -4,8 +4,12 @@ package main
 // never enter a computation: filtering answers by label is not enough, since an aggregation
 // (`sum by (pod)`, `count`, `topk`, `label_replace`, a binary operation...) drops the namespace
 // label before the answer is filtered. Every selector of a query, and every match[] selector of
-// the series and label APIs, gets a matcher `<label>!~"<hidden>|..."` ANDed to its own, for each
-// label that names a pod's namespace (as prom-label-proxy does with an equality matcher).
+// the series and label APIs, gets a matcher `<label>!~"<hidden>|..."` ANDed to its own, for every
+// label name Prometheus holds (as prom-label-proxy does for one label with an equality matcher): a
+// series whose `kubernetes_namespace`, `destination_namespace`, `target` or any other label names a
+// hidden namespace is the fault plane's as much as one whose `namespace` does. PromQL cannot match
+// "any label", so the view asks Prometheus for its label names before it seals each request
+// (PromView.sealerNow); a label absent from a series matches `!~` as the empty value does.
 //
 // The parser is Prometheus's own, pinned in go.mod to the version of the Prometheus the view
 // serves (Debian bookworm's 2.42.0, module v0.42.0), so both read a query alike. The rewritten
@@ -29,7 +33,9 @@ var namespaceLabels = []string{"namespace", "exported_namespace"}
 // Sealer rewrites PromQL so that no selector can select a series of a hidden namespace.
 type Sealer struct {
 	hidden   map[string]bool
-	matchers []*labels.Matcher // one per namespace label
+	pattern  string            // the hidden names, regex-quoted, sorted, joined by |
+	names    []string          // the label names sealed: the namespace labels and ForLabels' names
+	matchers []*labels.Matcher // one per sealed label name
 }
 
 // NewSealer excludes the given namespaces.
@@ -46,18 +52,41 @@ func NewSealer(hidden []string) *Sealer {
 		return s
 	}
 	sort.Strings(quoted)
-	for _, name := range namespaceLabels {
-		s.matchers = append(s.matchers, labels.MustNewMatcher(labels.MatchNotRegexp, name, strings.Join(quoted, "|")))
+	s.pattern = strings.Join(quoted, "|")
+	return s.ForLabels(nil)
+}
+
+// ForLabels returns a sealer that excludes the hidden names under each of the given label names
+// as well as under the namespace labels (the label names Prometheus holds when a request comes).
+func (s *Sealer) ForLabels(names []string) *Sealer {
+	out := &Sealer{hidden: s.hidden, pattern: s.pattern}
+	seen := map[string]bool{}
+	for _, name := range append(append([]string{}, namespaceLabels...), names...) {
+		if !seen[name] && labelName.MatchString(name) {
+			seen[name] = true
+			out.names = append(out.names, name)
+		}
 	}
-	return s
+	sort.Strings(out.names)
+	if s.pattern == "" {
+		return out
+	}
+	for _, name := range out.names {
+		out.matchers = append(out.matchers, labels.MustNewMatcher(labels.MatchNotRegexp, name, s.pattern))
+	}
+	return out
 }
 
 // Bounds on what is parsed and printed: printing copies each subtree's text once per level above
 // it, so a deep query costs its size times its depth.
 const (
-	maxQueryBytes = 256 << 10
-	maxDepth      = 1000
+	maxQueryBytes  = 256 << 10
+	maxDepth       = 1000
+	maxSealedBytes = 8 << 20 // each selector grows by one matcher per label name Prometheus holds
 )
+
+// labelName is Prometheus's label name syntax; anything else is not a label a selector could name.
+var labelName = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 
 var errUnsealed = errors.New("the query could not be rewritten to leave out hidden namespaces")
 
@@ -82,6 +111,9 @@ func (s *Sealer) SealQuery(query string) (string, error) {
 		return "", fmt.Errorf("the query nests deeper than %d levels", maxDepth)
 	}
 	sealed := expr.String()
+	if len(sealed) > maxSealedBytes {
+		return "", fmt.Errorf("the query has too many selectors: sealed, it is longer than %d bytes", maxSealedBytes)
+	}
 	if again, err := parser.ParseExpr(sealed); err != nil || again.String() != sealed || !s.allSealed(again) {
 		return "", errUnsealed
 	}
@@ -119,7 +151,7 @@ func (s *Sealer) AllVisible() string {
 }
 
 // seal ANDs the exclusion to a selector's matchers. A label already pinned by equality to a visible
-// namespace (`namespace="shop"`) excludes the hidden ones by itself and is left as written, so
+// value (`namespace="shop"`) excludes the hidden names by itself and is left as written, so
 // absent() keeps answering with that label.
 func (s *Sealer) seal(vs *parser.VectorSelector) {
 	for _, m := range s.matchers {
@@ -135,9 +167,9 @@ func (s *Sealer) seal(vs *parser.VectorSelector) {
 	}
 }
 
-// excludes reports whether matchers select no series whose namespace label names a hidden namespace.
+// excludes reports whether matchers select no series with a sealed label naming a hidden namespace.
 func (s *Sealer) excludes(ms []*labels.Matcher) bool {
-	for _, name := range namespaceLabels {
+	for _, name := range s.names {
 		for ns := range s.hidden {
 			refused := false
 			for _, m := range ms {

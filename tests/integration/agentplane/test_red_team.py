@@ -203,3 +203,30 @@ def test_the_prometheus_view_leaves_hidden_namespaces_out_of_aggregations(app, s
             urllib.request.urlopen(refused, timeout=10)  # noqa: S310
         assert bad.value.code == 400 and json.loads(bad.value.read())["errorType"] == "bad_data"
     assert web_pods <= set(_prometheus(prometheus, "/api/v1/label/pod/values")["data"])
+
+
+def test_the_prometheus_view_hides_a_name_under_any_label_not_only_namespace(stack) -> None:
+    """A series may name a hidden namespace under another label than `namespace`
+    (`target_namespace` of the load generators, Istio's `destination_namespace`, a relabelled
+    `kubernetes_namespace`...); an aggregation drops that label before the answer filter could see it.
+    This Prometheus holds no series naming the fault plane's namespace, so the view here also hides a
+    name every stack's Prometheus holds under `job` only: the node exporter's job."""
+    prometheus, hidden = stack["prometheus"], "node-exporter"
+    counted = f'count(up{{job="{hidden}"}})'
+
+    def raw_counts() -> bool:
+        return bool(_prometheus(prometheus, "/api/v1/query", query=counted)["data"]["result"])
+
+    eventually(raw_counts, 60, 2, what="Prometheus scraping the node exporter")
+    with PrometheusView(prometheus, hidden_namespaces=(HIDDEN_NAMESPACE, hidden)) as view:
+        assert _prometheus(view.url, "/api/v1/query", query=counted)["data"]["result"] == []
+        jobs = {s["metric"].get("job") for s in
+                _prometheus(view.url, "/api/v1/query", query="count by (job) (up)")["data"]["result"]}
+        assert jobs and hidden not in jobs, jobs
+        # the node exporter's own series (no `job` in the query, `job` dropped by sum) are left out too
+        node_cpu = _prometheus(view.url, "/api/v1/query", query="sum(node_cpu_seconds_total)")["data"]["result"]
+        assert node_cpu == [], node_cpu
+        found = _prometheus(view.url, "/api/v1/series", **{"match[]": "node_cpu_seconds_total"})["data"]
+        assert found == [], found[:2]
+        assert "node_load1" not in _prometheus(view.url, "/api/v1/label/__name__/values")["data"]
+    assert _prometheus(prometheus, "/api/v1/query", query="sum(node_cpu_seconds_total)")["data"]["result"]

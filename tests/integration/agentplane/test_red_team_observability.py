@@ -34,7 +34,7 @@ from sregym.apps.slo import query_value
 from sregym.cluster.agent_proxy import PrometheusView, proxy_listen_host
 from sregym.cluster.images import image_ref
 from sregym.cluster.kube import Kube
-from sregym.core.constants import OBSERVABILITY_NAMESPACE
+from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 
 from live import agent_kubeconfig_for
 from polling import eventually
@@ -227,3 +227,89 @@ def test_the_sandboxed_tool_server_still_reads_traces_and_logs(cluster, stack, w
     traces, logs = anyio.run(go)
     assert not traces.is_error and traces.structured_content["traces"], traces.content[0].text[:500]
     assert not logs.is_error and logs.structured_content["lines"], logs.content[0].text[:500]
+
+
+# Runs in a pod of the hidden namespace, as a fault plane's helper would: it logs a marker and posts a
+# span under a name of its own to the trace store. An empty export (which stores nothing) is tried
+# first until the policy engine has applied the stack's policies, so a just-deployed stack cannot let
+# the real span in by a race.
+FAULT_PLANE_SPANS = textwrap.dedent(r"""
+    import json, sys, time, urllib.error, urllib.request
+    spec = json.loads(sys.argv[1])
+    def post(body):
+        request = urllib.request.Request(spec["otlp"], data=body.encode(), method="POST",
+                                         headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, timeout=3) as r:
+                return "open: %d" % r.status
+        except urllib.error.HTTPError as e:
+            return "open: HTTP %d" % e.code
+        except (urllib.error.URLError, OSError) as e:
+            return type(getattr(e, "reason", e)).__name__
+    deadline = time.monotonic() + spec["settle"]
+    while post('{"resourceSpans": []}').startswith("open") and time.monotonic() < deadline:
+        time.sleep(2)
+    print("RESULT " + post(spec["spans"]), flush=True)
+    while True:
+        print("injecting fault " + spec["marker"], flush=True)
+        time.sleep(2)
+""")
+
+
+@pytest.fixture(scope="module")
+def fault_plane_pod(cluster, stack):
+    """A pod of the hidden namespace that logs a marker and tried to post a span:
+    (service, marker, what its post got)."""
+    core, run = cluster.kube.core, uuid.uuid4().hex[:6]
+    # names free of the words other red-team tests look for: should a span get in, it stays in the
+    # shared store until evicted and must fail this test only
+    name, service, marker = f"node-agent-{run}", f"node-agent-{run}", f"fp-marker-{uuid.uuid4().hex}"
+    spec = {"otlp": observability.IN_CLUSTER_OTLP, "settle": SETTLE_SECONDS, "marker": marker,
+            "spans": json.dumps(otlp_spans(service))}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": {OWNER_LABEL: OWNER_VALUE}},
+           "spec": {"terminationGracePeriodSeconds": 0, "containers": [{
+               "name": "main", "image": image_ref("base"), "imagePullPolicy": "Never",
+               "command": ["python3", "-c", FAULT_PLANE_SPANS, json.dumps(spec)]}]}}
+    core.create_namespaced_pod(HIDDEN_NAMESPACE, pod)
+
+    def logged() -> str | None:
+        try:
+            log = core.read_namespaced_pod_log(name, HIDDEN_NAMESPACE) or ""
+        except ApiException:
+            return None
+        result = next((x.removeprefix("RESULT ") for x in log.splitlines() if x.startswith("RESULT ")), None)
+        return result if result is not None and marker in log else None
+
+    try:
+        yield service, marker, eventually(logged, SETTLE_SECONDS + 120, 2, what="the fault-plane pod's post")
+    finally:
+        core.delete_namespaced_pod(name, HIDDEN_NAMESPACE, grace_period_seconds=0)
+
+
+def test_the_sandboxed_tools_show_no_span_or_log_line_of_the_fault_plane(cluster, stack, workbench, attack,
+                                                                          fault_plane_pod) -> None:
+    """The tool server in the sandbox reads the trace store and the log query without a view of its own:
+    what they hold must already be free of the fault plane. Its pods' log lines are left out by the log
+    query (EXCLUDE_NAMESPACES); its spans cannot get in (the OTLP port refuses the hidden namespace)."""
+    ns, kubeconfig, _, _ = attack
+    service, marker, posted = fault_plane_pod
+    sandbox = Sandbox(cluster.kube, kubeconfig.read_text())
+
+    async def go():
+        async with AgentPlane(kubeconfig, ns, AgentBudgets(steps=10, seconds=120), traces_url=stack["traces"],
+                              logs_url=stack["logs"], sandbox=sandbox) as plane:
+            async with mcp_client(plane.mcp_url, plane.mcp_token) as mcp:
+                return [await mcp.call_tool(name, args) for name, args in (
+                    ("query_traces", {"service": service, "start": "30m"}),
+                    ("query_logs", {"namespace": HIDDEN_NAMESPACE, "since": "30m"}),
+                    ("query_logs", {"namespace": HIDDEN_NAMESPACE, "text": marker, "since": "30m"}))]
+
+    results = anyio.run(go)
+    for result in results:
+        body = json.dumps(result.structured_content) if result.structured_content else result.content[0].text
+        if result.is_error:  # the error repeats the name asked for; what the store holds follows it
+            body = body.partition("services with traces:")[2]
+        assert service not in body and marker not in body, body[:500]
+        assert result.is_error or not result.structured_content.get("traces", result.structured_content.get("lines"))
+    assert not posted.startswith("open"), f"the trace store took the fault plane's span: {posted}"
+    assert posted.split(":")[0] in REFUSED, posted  # refused, not a name error

@@ -8,9 +8,10 @@ callers the code has (docs/security.md, "The grader's observability services"):
 
 - nobody but the node reaches Prometheus (the conductor, the oracles and the agent's filtered view
   run on the host; the node needs no rule, see the template);
-- the trace store's OTLP ingest is open (every app sends spans; no rule could refuse the agent and admit the
-  app, docs/security.md "Spans the agent makes up"), its query API only to the agent's
-  tool server pods;
+- the trace store's OTLP ingest is open to every namespace but the hidden ones (every app sends
+  spans; no rule could refuse the agent and admit the app, docs/security.md "Spans the agent makes
+  up"; the fault plane's pods must not put spans where the agent's tools read them), its query API
+  only to the agent's tool server pods;
 - the log query only to its peers (each asks the others for their node's lines) and the tool server.
 
 The live proof is tests/integration/agentplane/test_red_team_observability.py.
@@ -28,11 +29,13 @@ from sregym.agentplane import sandbox
 from sregym.apps import observability
 from sregym.apps.namespace import pod_security_labels
 from sregym.apps.release import template
-from sregym.core.constants import OBSERVABILITY_NAMESPACE
+from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
 
 ANYONE = "anyone"
+BUT_HIDDEN = "anyone outside the hidden namespaces"
+DEPLOYED = {"excludedNamespaces": [HIDDEN_NAMESPACE]}  # what sregym.apps.observability deploys with
 PEERS = "log-query peers"
 TOOLS = "the agent's tool server"
 
@@ -77,6 +80,9 @@ def peer_name(peer: dict, docs: list[dict]) -> str:
     """Which caller a NetworkPolicy peer stands for; anything unforeseen fails the test."""
     assert "ipBlock" not in peer, f"an address block lets in whatever comes from it: {peer}"
     pods, namespaces = peer.get("podSelector"), peer.get("namespaceSelector")
+    if pods is None and namespaces == {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [HIDDEN_NAMESPACE]}]}:
+        return BUT_HIDDEN  # the API server sets that label to the namespace's name; nobody can change it
     log_query = pod_labels(workloads(docs)["log-query"])
     if namespaces is None and pods is not None and selects(pods, log_query):
         assert pods["matchLabels"] == observability_selector("log-query"), peer
@@ -123,20 +129,20 @@ def test_each_query_service_has_one_ingress_policy_of_its_own_and_egress_stays_f
 
 
 def test_who_may_connect_is_exactly_the_callers_in_the_code():
-    docs = render()
+    docs = render(DEPLOYED)
     policies = of_kind(docs, "NetworkPolicy")
     assert allowed(policies["prometheus"], docs) == {}
-    assert allowed(policies["trace-store"], docs) == {4318: {ANYONE}, 16686: {TOOLS}}
+    assert allowed(policies["trace-store"], docs) == {4318: {BUT_HIDDEN}, 16686: {TOOLS}}
     assert allowed(policies["log-query"], docs) == {8080: {PEERS, TOOLS}}
 
 
 def test_every_port_a_service_reaches_is_decided_by_the_fence():
     """Each Service port of the stack lands on a fenced pod's port whose callers are listed above; a
     new port or Service must be added there on purpose."""
-    docs = render()
+    docs = render(DEPLOYED)
     pods, policies = workloads(docs), of_kind(docs, "NetworkPolicy")
     expected = {("prometheus", 9090): set(), ("jaeger-query", 16686): {TOOLS},
-                ("jaeger-collector", 4318): {ANYONE}, ("log-query", 8080): {PEERS, TOOLS},
+                ("jaeger-collector", 4318): {BUT_HIDDEN}, ("log-query", 8080): {PEERS, TOOLS},
                 ("log-query-peers", 8080): {PEERS, TOOLS}}
     seen = {}
     for name, service in of_kind(docs, "Service").items():
@@ -241,3 +247,14 @@ def test_the_agent_reads_no_secret_of_the_observability_namespace():
     for rule in observability_rules() + cluster_rules():
         if "" in rule["apiGroups"]:
             assert "secrets" not in rule["resources"] and "*" not in rule["resources"], rule
+
+
+def test_the_fault_planes_pods_cannot_post_spans_where_the_agents_tools_read_them():
+    """The sandboxed tool server reads the raw trace store: what it holds must already be free of the
+    fault plane, so the OTLP port admits every namespace except the hidden ones (and the node)."""
+    policy = of_kind(render(DEPLOYED), "NetworkPolicy")["trace-store"]
+    otlp = [rule for rule in policy["spec"]["ingress"] if {p["port"] for p in rule["ports"]} == {4318}]
+    assert len(otlp) == 1 and otlp[0].get("from"), f"the OTLP port admits the hidden namespace: {otlp}"
+    [peer] = otlp[0]["from"]
+    assert peer == {"namespaceSelector": {"matchExpressions": [
+        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": [HIDDEN_NAMESPACE]}]}}

@@ -141,12 +141,16 @@ def test_a_bad_listen_address_is_one_clear_error(stand_in, tmp_path) -> None:
 
 
 class StandInPrometheus(BaseHTTPRequestHandler):
-    """Answers every query with one visible and one hidden series."""
+    """Answers every query with one visible and one hidden series (and the view's own question for
+    the label names it must seal with the names those series carry)."""
 
     def _answer(self) -> None:
-        body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
-            {"metric": {"namespace": "shop", "pod": "web"}, "value": [1, "1"]},
-            {"metric": {"namespace": "node-ops", "pod": "helper"}, "value": [1, "1"]}]}}).encode()
+        if self.path == "/api/v1/labels":
+            body = json.dumps({"status": "success", "data": ["__name__", "namespace", "pod"]}).encode()
+        else:
+            body = json.dumps({"status": "success", "data": {"resultType": "vector", "result": [
+                {"metric": {"namespace": "shop", "pod": "web"}, "value": [1, "1"]},
+                {"metric": {"namespace": "node-ops", "pod": "helper"}, "value": [1, "1"]}]}}).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))

@@ -20,12 +20,12 @@ import inspect
 import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -46,13 +46,14 @@ from sregym.conductor.agent import agent_class, agent_info
 from sregym.conductor.checks import NOISE_PREFIX
 from sregym.conductor.episode import INDEX_FILE, new_run_id, write_record
 from sregym.core.errors import PrerequisiteError, UnknownNameError, UserInputError
-from sregym.core.jsonlines import read_json_lines
+from sregym.core.jsonlines import append_json_line, read_json_lines
 from sregym.core.problem import Problem
 from sregym.core.record import RunRecord, Versions
 from sregym.core.settings import RunSettings
 # Statuses after which a cell is done; an aborted (interrupted) run always runs again.
 FINISHED = ("completed", "error")
 ANY_NODE = "node:*"
+T = TypeVar("T")
 
 CellKey = tuple[str, str, int, bool]  # agent, problem id, seed, noise
 
@@ -87,30 +88,70 @@ def suite_cells(problems: Iterable[str], agent: str, seeds: Iterable[int], noise
 
 # -- the index: what has finished ------------------------------------------------------------------
 
-def read_index(out_dir: Path) -> list[dict[str, Any]]:
-    """Lines of ``index.jsonl`` (a line a kill cut short is skipped)."""
-    return read_json_lines(out_dir / INDEX_FILE, {"agent", "problem_id", "seed", "noise", "status"})
+Key = Hashable
+
+
+def latest_by_key(entries: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Key],
+                  counts: Callable[[dict[str, Any]], bool] = lambda e: True) -> dict[Key, dict[str, Any]]:
+    """The last entry of each key among those that ``counts`` (a later line supersedes an earlier one)."""
+    return {key(e): e for e in entries if counts(e)}
+
+
+@dataclass(frozen=True)
+class ResumableIndex:
+    """An append-only JSON-lines file with one line per finished piece of work, which a resumed run
+    reads to skip what is done: the suite's ``index.jsonl`` and ``sregym validate --log``. A line
+    a kill cut short is skipped; the latest line of a key decides whether it is done."""
+
+    path: Path
+    required: frozenset[str]
+    key: Callable[[dict[str, Any]], Key]
+
+    def entries(self) -> list[dict[str, Any]]:
+        return read_json_lines(self.path, set(self.required))
+
+    def append(self, entry: dict[str, Any]) -> None:
+        append_json_line(self.path, entry)
+
+    def pending(self, items: Sequence[T], key: Callable[[T], Key], done: Callable[[dict[str, Any]], bool],
+                counts: Callable[[dict[str, Any]], bool] = lambda e: True) -> list[T]:
+        """The ``items`` whose key has no latest line (among those that ``counts``) that ``done`` accepts."""
+        latest = latest_by_key(self.entries(), self.key, counts)
+        return [i for i in items if not ((e := latest.get(key(i))) is not None and done(e))]
 
 
 def entry_key(entry: dict[str, Any]) -> CellKey:
     return (entry["agent"], entry["problem_id"], int(entry["seed"]), bool(entry["noise"]))
 
 
+def suite_index(out_dir: Path) -> ResumableIndex:
+    """The suite's ``index.jsonl`` in ``out_dir`` (its lines are written with each record)."""
+    return ResumableIndex(out_dir / INDEX_FILE, frozenset({"agent", "problem_id", "seed", "noise", "status"}),
+                          entry_key)
+
+
+def read_index(out_dir: Path) -> list[dict[str, Any]]:
+    """Lines of ``index.jsonl`` (a line a kill cut short is skipped)."""
+    return suite_index(out_dir).entries()
+
+
+def record_kept(out_dir: Path) -> Callable[[dict[str, Any]], bool]:
+    """Whether an index line counts: a line whose record file is gone does not."""
+    return lambda e: not e.get("record") or (out_dir / e["record"]).is_file()
+
+
 def cell_states(entries: Iterable[dict[str, Any]], out_dir: Path) -> dict[CellKey, str]:
     """The latest status of each cell in the index; a line whose record file is gone does not count."""
-    states: dict[CellKey, str] = {}
-    for e in entries:
-        record = e.get("record")
-        if record and not (out_dir / record).is_file():
-            continue
-        states[entry_key(e)] = e["status"]
-    return states
+    return {k: e["status"] for k, e in latest_by_key(entries, entry_key, record_kept(out_dir)).items()}
 
 
 def cells_to_run(cells: Sequence[Cell], states: dict[CellKey, str], *, retry_errors: bool = False) -> list[Cell]:
     """The cells a resumed suite still has to run (error cells too when ``retry_errors``)."""
-    done = ("completed",) if retry_errors else FINISHED
-    return [c for c in cells if states.get(c.key) not in done]
+    return [c for c in cells if states.get(c.key) not in finished_statuses(retry_errors)]
+
+
+def finished_statuses(retry_errors: bool) -> tuple[str, ...]:
+    return ("completed",) if retry_errors else FINISHED
 
 
 # -- conflicts between cells that would run side by side -------------------------------------------
@@ -318,8 +359,9 @@ class SuiteRunner:
 
     def pending(self, *, resume: bool) -> list[Cell]:
         """Cells to run; without ``resume`` a results directory that has any of them is refused."""
-        states = cell_states(read_index(self.out_dir), self.out_dir)
-        todo = cells_to_run(self.cells, states, retry_errors=self.retry_errors)
+        done = finished_statuses(self.retry_errors)
+        todo = suite_index(self.out_dir).pending(self.cells, lambda c: c.key, lambda e: e["status"] in done,
+                                                 record_kept(self.out_dir))
         if not resume and len(todo) < len(self.cells):
             raise UserInputError(
                 f"{self.out_dir} already holds results of {len(self.cells) - len(todo)} of these "

@@ -58,32 +58,47 @@ T = TypeVar("T")
 CellKey = tuple[str, str, int, bool]  # agent, problem id, seed, noise
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Cell:
-    """One (problem, seed, noise) episode of one agent."""
+    """One (problem, seed, noise) episode of one agent, with the run settings it is played with."""
 
-    agent: str
     problem: str
-    seed: int
-    noise: bool
+    settings: RunSettings
+
+    @property
+    def agent(self) -> str:
+        return self.settings.agent
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def noise(self) -> bool:
+        return self.settings.noise
 
     @property
     def key(self) -> CellKey:
         return (self.agent, self.problem, self.seed, self.noise)
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
     @property
     def label(self) -> str:
         return f"{self.problem} seed {self.seed} {'noise' if self.noise else 'quiet'}"
 
-    def settings(self, suite_settings: RunSettings) -> RunSettings:
-        """The suite's settings with this cell's seed and noise."""
-        return suite_settings.model_copy(update={"seed": self.seed, "noise": self.noise})
 
-
-def suite_cells(problems: Iterable[str], agent: str, seeds: Iterable[int], noise: Iterable[bool]) -> list[Cell]:
-    """Every cell, problem by problem (so a partial suite covers whole problems first)."""
+def suite_cells(problems: Iterable[str], settings: RunSettings, seeds: Iterable[int],
+                noise: Iterable[bool]) -> list[Cell]:
+    """Every cell, problem by problem (so a partial suite covers whole problems first); each holds
+    the suite's ``settings`` with its own seed and noise."""
     seeds, noise = list(seeds), list(noise)
-    return [Cell(agent, p, s, n) for p in problems for s in seeds for n in noise]
+    return [Cell(p, settings.model_copy(update={"seed": s, "noise": n})) for p in problems for s in seeds
+            for n in noise]
 
 
 # -- the index: what has finished ------------------------------------------------------------------
@@ -301,7 +316,7 @@ def _default_run_fn() -> RunFn:
     return run_problem
 
 
-def _error_record(problem: Problem, cell: Cell, settings: RunSettings, suite: str, error: BaseException,
+def _error_record(problem: Problem, cell: Cell, suite: str, error: BaseException,
                   seconds: float) -> RunRecord:
     """The record of a cell whose run failed before the engine could write one."""
     now = datetime.now(timezone.utc)
@@ -309,7 +324,7 @@ def _error_record(problem: Problem, cell: Cell, settings: RunSettings, suite: st
         run_id=new_run_id(),
         problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite, app=problem.app.name,
         namespace=problem.app.namespace or "", agent=agent_info(cell.agent), seed=cell.seed, noise=cell.noise,
-        settings=cell.settings(settings),
+        settings=cell.settings,
         difficulty=problem.difficulty.value, tags=problem.tags.model_dump(mode="json"), ended_at=now,
         status="error", error=f"{type(error).__name__}: {error}", phases={"total": round(seconds, 3)},
         versions=Versions(sregym=sregym.__version__, python=platform.python_version()))
@@ -348,7 +363,7 @@ class SuiteRunner:
         self.problems = {p.id: p for p in problems}
         self.suite, self.out_dir, self.cluster = suite, Path(out_dir), cluster
         self.settings, self.agent = settings, settings.agent  # each cell plays these with its seed and noise
-        self.cells = suite_cells(self.problems, self.agent, seeds, noise)
+        self.cells = suite_cells(self.problems, settings, seeds, noise)
         self.run_fn = run_fn or _default_run_fn()
         self.parallel, self.retry_errors = parallel, retry_errors
         self.max_consecutive_errors = max_consecutive_errors
@@ -370,7 +385,7 @@ class SuiteRunner:
 
     def _call(self, cell: Cell, namespace: str) -> RunRecord:
         problem = with_namespace(self.problems[cell.problem], namespace)
-        call = functools.partial(self.run_fn, problem, cell.settings(self.settings), out_dir=self.out_dir,
+        call = functools.partial(self.run_fn, problem, cell.settings, out_dir=self.out_dir,
                                  cluster=self.cluster, suite=self.suite)
         if inspect.iscoroutinefunction(self.run_fn):
             import anyio
@@ -387,7 +402,7 @@ class SuiteRunner:
         took = time.monotonic() - started
         if isinstance(outcome, BaseException):
             if self._indexed_runs(cell) == before:  # the engine wrote no record: write the error cell
-                write_record(_error_record(self.problems[cell.problem], cell, self.settings, self.suite, outcome, took),
+                write_record(_error_record(self.problems[cell.problem], cell, self.suite, outcome, took),
                              self.out_dir)
             summary.statuses["error"] += 1
             summary.errors.append(f"{cell.label}: {outcome}")

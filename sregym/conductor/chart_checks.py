@@ -20,7 +20,8 @@ import yaml
 
 from sregym.apps import load_app
 from sregym.apps.spec import charts_root
-from sregym.apps.release import image_values, template
+from sregym.apps.release import image_values
+from sregym.cluster.charts import template
 from sregym.core.loader import LoadedProblem
 from sregym.oracles import MISSING, Condition, lookup, parse_path
 

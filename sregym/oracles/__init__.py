@@ -7,11 +7,14 @@ A mitigation oracle subclasses :class:`MitigationOracle` and registers with
 registers with ``@diagnosis_oracle("name")``. See docs/grading.md.
 """
 
+from sregym.cluster.charts import template
+from sregym.cluster.prometheus import query_value
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError, UserInputError
 from sregym.core.params import NoParams
 from sregym.core.problem import GroundTruth
+from sregym.core.promql import MIN_RATE_WINDOW_SECONDS, scrape_interval_seconds
 from sregym.core.record import CheckResult, DiagnosisGrade
 from sregym.core.trajectory import Submission
 from sregym.oracles._actions import evidence_coverage, wrong_remediations
@@ -42,6 +45,8 @@ __all__ = [
     "MISSING", "Condition", "lookup", "parse_path", "Endpoint", "denying_policies",
     "container_probes", "weakened", "workload_probes",
     "Slo", "baseline_value", "checked_slos", "render", "slos_from", "within",
+    # metrics and charts: an instant PromQL query, the metrics' timing, a chart rendered offline
+    "query_value", "MIN_RATE_WINDOW_SECONDS", "scrape_interval_seconds", "template",
     # judging a diagnosis, scoring a run
     "JudgeConfig", "load_checklist", "run_checklist_judge", "same_component",
     "complete_grades", "compute_reward", "evidence_coverage", "load_reward_weights", "wrong_remediations",

@@ -21,7 +21,7 @@ from sregym.oracles._actions import evidence_coverage, wrong_remediations
 from sregym.oracles._api import MITIGATION_ORACLES, MitigationContext, MitigationOracle, mitigation_oracle
 from sregym.oracles._checklist import load_checklist
 from sregym.oracles._diagnosis import DIAGNOSIS_ORACLES, DiagnosisOracle, diagnosis_oracle, grade_diagnosis
-from sregym.oracles._fields import MISSING, Condition, lookup, parse_path
+from sregym.oracles._fields import MISSING, Condition, lookup, lookup_steps, parse_path
 from sregym.oracles._judge import JudgeConfig, run_checklist_judge
 from sregym.oracles._live import exec_in_pod, get_json, list_json, pods_matching, running_pod, workload_labels
 from sregym.oracles._names import same_component
@@ -42,7 +42,7 @@ __all__ = [
     # probing the live system over a window
     "Sample", "WindowParams", "lost", "sample_window", "window_of", "window_result",
     "exec_in_pod", "get_json", "list_json", "pods_matching", "running_pod", "workload_labels",
-    "MISSING", "Condition", "lookup", "parse_path", "Endpoint", "denying_policies",
+    "MISSING", "Condition", "lookup", "lookup_steps", "parse_path", "Endpoint", "denying_policies",
     "container_probes", "weakened", "workload_probes",
     "Slo", "baseline_value", "checked_slos", "render", "slos_from", "within",
     # metrics and charts: an instant PromQL query, the metrics' timing, a chart rendered offline

@@ -166,7 +166,8 @@ class Injector(abc.ABC, Generic[P]):
     def parse_params(cls, raw: dict[str, Any], *, where: str = "params") -> BaseModel:
         """Validate raw parameters; errors name the field and what was expected."""
         return validate_params(cls.Params, raw, where=where, owner=f"injector {cls.name!r}",
-                               hint=f"see `sregym show-injector {cls.name}` for its parameters")
+                               hint=f"its parameters are the fields of {cls.__name__}.Params in {cls.__module__} "
+                                    "(the built-ins' are listed in docs/injectors.md)")
 
     # -- planned state -------------------------------------------------------------------------
     @classmethod

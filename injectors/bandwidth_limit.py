@@ -4,16 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Mechanism,
-    NetnsState,
-    PodNetworkFault,
-    Verification,
-    clear_root_script,
-    injector,
-    root_qdisc_script,
-    tbf_script,
-)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, clear_root_script, injector,
+                              root_qdisc_script, tbf_script)
 
 TBF = Mechanism("tbf", "token bucket filter as the root qdisc of the pod's interface", ("tbf", "nsenter"))
 

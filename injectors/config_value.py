@@ -8,25 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    ABSENT,
-    EditState,
-    ObjectEdit,
-    Selector,
-    UserInputError,
-    Verification,
-    apply_edits,
-    dig,
-    edit,
-    find_workload,
-    injector,
-    list_objects,
-    namespace_of,
-    pods_of,
-    require_object,
-    restart_edits,
-    restart_path,
-)
+from sregym.injectors import (ABSENT, EditState, ObjectEdit, Selector, UserInputError, Verification, apply_edits, dig,
+                              edit, find_workload, injector, list_objects, namespace_of, pods_of, require_object,
+                              restart_edits, restart_path)
 
 
 def reads(workload: dict, kind: str, name: str, key: str) -> bool:

@@ -6,16 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    ABSENT,
-    UserInputError,
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    injector,
-    list_objects,
-    namespace_of,
-)
+from sregym.injectors import (ABSENT, UserInputError, Verification, WorkloadEdit, WorkloadEditState, injector,
+                              list_objects, namespace_of)
 
 
 class ContainerPortParams(BaseModel):

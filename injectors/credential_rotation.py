@@ -8,18 +8,8 @@ import hashlib
 import shlex
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    FaultError,
-    Injector,
-    Mechanism,
-    PlannedState,
-    UserInputError,
-    Verification,
-    get_object,
-    injector,
-    namespace_of,
-    running_pods,
-)
+from sregym.injectors import (FaultError, Injector, Mechanism, PlannedState, UserInputError, Verification, get_object,
+                              injector, namespace_of, running_pods)
 
 REDIS = Mechanism("redis-config-set", "CONFIG SET requirepass through redis-cli in the store's pod")
 POSTGRES = Mechanism("postgres-alter-user", "ALTER USER ... PASSWORD through psql in the store's pod")

@@ -7,18 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Injector,
-    Mechanism,
-    MechanismUnavailable,
-    PlannedState,
-    UserInputError,
-    Verification,
-    injector,
-    node_runner,
-    pick_container,
-    target_pid,
-)
+from sregym.injectors import (Injector, Mechanism, MechanismUnavailable, PlannedState, UserInputError, Verification,
+                              injector, node_runner, pick_container, target_pid)
 
 FILL = Mechanism("fill-volume", "allocate one hidden file that takes the volume's free space", ("python3",))
 

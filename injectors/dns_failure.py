@@ -5,15 +5,8 @@ from __future__ import annotations
 import shlex
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Mechanism,
-    NetnsState,
-    PodNetworkFault,
-    Verification,
-    chain_script,
-    injector,
-    unchain_script,
-)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, chain_script, injector,
+                              unchain_script)
 
 DNS_DROP = Mechanism("iptables-dns-drop", "drop the pod's DNS queries (all, or those naming one host) in its netns",
                      ("iptables_string", "nsenter"))

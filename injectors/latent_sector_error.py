@@ -11,29 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    HIDDEN_NAMESPACE,
-    FaultError,
-    Injector,
-    Mechanism,
-    PlannedState,
-    TargetContainer,
-    UserInputError,
-    Verification,
-    dust,
-    injector,
-    install_file,
-    kill_spawned,
-    node_program,
-    node_runner,
-    pick_container,
-    pids_with_cmdline,
-    poll,
-    process_starttime,
-    sectorfs,
-    spawn,
-    target_pid,
-)
+from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, PlannedState, TargetContainer,
+                              UserInputError, Verification, dust, injector, install_file, kill_spawned, node_program,
+                              node_runner, pick_container, pids_with_cmdline, poll, process_starttime, sectorfs, spawn,
+                              target_pid)
 
 DM_DUST = Mechanism("dm-dust", "copy the file onto a dm-dust device whose bad blocks fail reads, and mount it "
                     "over the file in the container", ("device_mapper", "dm_dust", "loop", "nsenter", "python3"))

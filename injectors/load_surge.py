@@ -4,17 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import (
-    ABSENT,
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    dig,
-    edit,
-    injector,
-    ready,
-    running_with,
-)
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, dig, edit, injector, ready,
+                              running_with)
 
 
 class LoadSurgeParams(BaseModel):

@@ -12,27 +12,10 @@ from __future__ import annotations
 import hashlib
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    DEFAULT_DEV,
-    HIDDEN_NAMESPACE,
-    FaultError,
-    Mechanism,
-    NetnsState,
-    PodNetworkFault,
-    Verification,
-    chain_script,
-    clear_root_script,
-    delayq,
-    injector,
-    install_file,
-    kill_spawned,
-    node_program,
-    pids_with_cmdline,
-    poll,
-    root_qdisc_script,
-    tbf_script,
-    unchain_script,
-)
+from sregym.injectors import (DEFAULT_DEV, HIDDEN_NAMESPACE, FaultError, Mechanism, NetnsState, PodNetworkFault,
+                              Verification, chain_script, clear_root_script, delayq, injector, install_file,
+                              kill_spawned, node_program, pids_with_cmdline, poll, root_qdisc_script, tbf_script,
+                              unchain_script)
 
 NETEM = Mechanism("netem", "netem delay qdisc on the pod's interface", ("netem", "nsenter"))
 NFQUEUE = Mechanism("nfqueue-delay", "hold each outgoing packet in user space for the delay (NFQUEUE)",

@@ -4,19 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Mechanism,
-    NetnsState,
-    PodNetworkFault,
-    UserInputError,
-    Verification,
-    chain_script,
-    get_object,
-    injector,
-    list_objects,
-    namespace_of,
-    unchain_script,
-)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification, chain_script,
+                              get_object, injector, list_objects, namespace_of, unchain_script)
 
 IPTABLES_DROP = Mechanism("iptables-drop", "drop every packet to and from the peer in the pod's netns",
                           ("iptables", "nsenter"))

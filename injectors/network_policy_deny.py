@@ -13,21 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Mechanism,
-    NetnsState,
-    PodNetworkFault,
-    UserInputError,
-    Verification,
-    chain_script,
-    create_object,
-    delete_object,
-    get_object,
-    injector,
-    namespace_of,
-    running_pods,
-    unchain_script,
-)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification, chain_script,
+                              create_object, delete_object, get_object, injector, namespace_of, running_pods,
+                              unchain_script)
 
 CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
            "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")

@@ -5,25 +5,9 @@ from __future__ import annotations
 import time
 from pydantic import Field
 
-from sregym.injectors import (
-    WORK_DIR,
-    Injector,
-    Mechanism,
-    NoiseParams,
-    PlannedState,
-    Verification,
-    choose,
-    cpu_ticks,
-    injector,
-    kill_spawned,
-    list_objects,
-    node_runner,
-    pids_with_cmdline,
-    poll,
-    start_in_cgroups,
-    stress_argv,
-    token,
-)
+from sregym.injectors import (WORK_DIR, Injector, Mechanism, NoiseParams, PlannedState, Verification, choose, cpu_ticks,
+                              injector, kill_spawned, list_objects, node_runner, pids_with_cmdline, poll,
+                              start_in_cgroups, stress_argv, token)
 
 STRESS = Mechanism("stress-ng-on-node", "stress-ng with --timeout on a node", ("stress_ng",))
 

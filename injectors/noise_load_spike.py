@@ -6,24 +6,9 @@ from __future__ import annotations
 import shlex
 from pydantic import Field
 
-from sregym.injectors import (
-    HIDDEN_NAMESPACE,
-    Injector,
-    Mechanism,
-    NoiseParams,
-    PlannedState,
-    Verification,
-    candidates,
-    choose,
-    injector,
-    install_file,
-    kill_spawned,
-    list_objects,
-    node_runner,
-    pids_with_cmdline,
-    poll,
-    token,
-)
+from sregym.injectors import (HIDDEN_NAMESPACE, Injector, Mechanism, NoiseParams, PlannedState, Verification,
+                              candidates, choose, injector, install_file, kill_spawned, list_objects, node_runner,
+                              pids_with_cmdline, poll, token)
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 HTTP_FROM_NODE = Mechanism("http-from-node", "HTTP GETs to the Service's ClusterIP from a node", ("python3",))

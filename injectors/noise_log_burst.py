@@ -10,26 +10,9 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.injectors import (
-    HIDDEN_NAMESPACE,
-    Injector,
-    Mechanism,
-    NoiseParams,
-    PlannedState,
-    Selector,
-    Verification,
-    candidates,
-    choose,
-    injector,
-    install_file,
-    kill_spawned,
-    node_runner,
-    pick_container,
-    pids_with_cmdline,
-    running,
-    target_pid,
-    token,
-)
+from sregym.injectors import (HIDDEN_NAMESPACE, Injector, Mechanism, NoiseParams, PlannedState, Selector, Verification,
+                              candidates, choose, injector, install_file, kill_spawned, node_runner, pick_container,
+                              pids_with_cmdline, running, target_pid, token)
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 STDOUT = Mechanism("container-stdout", "write lines to the container's stdout from its node", ("python3",))

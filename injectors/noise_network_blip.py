@@ -5,26 +5,9 @@ from __future__ import annotations
 import shlex
 from pydantic import Field
 
-from sregym.injectors import (
-    Injector,
-    Mechanism,
-    NoiseParams,
-    PlannedState,
-    Selector,
-    Verification,
-    candidates,
-    chain_name,
-    chain_script,
-    choose,
-    injector,
-    kill_spawned,
-    node_runner,
-    pick_container,
-    pids_with_cmdline,
-    running,
-    target_pid,
-    unchain_script,
-)
+from sregym.injectors import (Injector, Mechanism, NoiseParams, PlannedState, Selector, Verification, candidates,
+                              chain_name, chain_script, choose, injector, kill_spawned, node_runner, pick_container,
+                              pids_with_cmdline, running, target_pid, unchain_script)
 
 BLIP = Mechanism("iptables-statistic", "random loss in the pod's netns that removes itself", ("iptables_statistic", "nsenter"))
 

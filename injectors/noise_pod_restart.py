@@ -4,18 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sregym.injectors import (
-    Injector,
-    NoiseParams,
-    PlannedState,
-    Verification,
-    candidates,
-    choose,
-    get_object,
-    injector,
-    resource,
-    running,
-)
+from sregym.injectors import (Injector, NoiseParams, PlannedState, Verification, candidates, choose, get_object,
+                              injector, resource, running)
 
 
 class PodRestartState(PlannedState):

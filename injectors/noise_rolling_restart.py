@@ -4,20 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sregym.injectors import (
-    RESTART_ANNOTATION,
-    EditState,
-    Injector,
-    NoiseParams,
-    Verification,
-    apply_edits,
-    candidates,
-    choose,
-    injector,
-    pods_of,
-    require_object,
-    restart_edits,
-)
+from sregym.injectors import (RESTART_ANNOTATION, EditState, Injector, NoiseParams, Verification, apply_edits,
+                              candidates, choose, injector, pods_of, require_object, restart_edits)
 
 
 class RollingRestartState(EditState):

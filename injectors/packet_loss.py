@@ -6,15 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Mechanism,
-    NetnsState,
-    PodNetworkFault,
-    Verification,
-    chain_script,
-    injector,
-    unchain_script,
-)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, chain_script, injector,
+                              unchain_script)
 
 IPTABLES_RANDOM = Mechanism("iptables-statistic", "drop a random fraction of packets in the pod's netns",
                             ("iptables_statistic", "nsenter"))

@@ -7,20 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    FaultError,
-    Injector,
-    Mechanism,
-    PlannedState,
-    TargetContainer,
-    Verification,
-    container_processes,
-    injector,
-    live_container_id,
-    node_runner,
-    pick_container,
-    process_starttime,
-)
+from sregym.injectors import (FaultError, Injector, Mechanism, PlannedState, TargetContainer, Verification,
+                              container_processes, injector, live_container_id, node_runner, pick_container,
+                              process_starttime)
 
 SIGNAL_FROM_NODE = Mechanism("signal-from-node", "send the signal from the node's PID namespace "
                              "(a container cannot SIGSTOP/SIGKILL its own init)", ("python3",))

@@ -7,19 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    UserInputError,
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    apply_edits,
-    create_object,
-    delete_object,
-    edit,
-    get_object,
-    injector,
-    unschedulable,
-)
+from sregym.injectors import (UserInputError, Verification, WorkloadEdit, WorkloadEditState, apply_edits, create_object,
+                              delete_object, edit, get_object, injector, unschedulable)
 
 
 class PvcParams(BaseModel):

@@ -5,16 +5,8 @@ from __future__ import annotations
 from kubernetes import client
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    UserInputError,
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    edit,
-    injector,
-    list_objects,
-    require_object,
-)
+from sregym.injectors import (UserInputError, Verification, WorkloadEdit, WorkloadEditState, edit, injector,
+                              list_objects, require_object)
 
 
 class RbacParams(BaseModel):

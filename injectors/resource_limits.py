@@ -6,15 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import (
-    ABSENT,
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    injector,
-    running_with,
-    terminated_reasons,
-)
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, injector, running_with,
+                              terminated_reasons)
 
 CPU_STAT_FILES = "cat /sys/fs/cgroup/cpu.stat 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.stat"
 

@@ -6,15 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    create_object,
-    delete_object,
-    injector,
-    list_objects,
-)
+from sregym.injectors import (Verification, WorkloadEdit, WorkloadEditState, create_object, delete_object, injector,
+                              list_objects)
 
 
 class QuotaParams(BaseModel):

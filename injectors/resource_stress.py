@@ -9,26 +9,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    WORK_DIR,
-    Injector,
-    Mechanism,
-    MechanismUnavailable,
-    PlannedState,
-    TargetContainer,
-    Verification,
-    cgroup_files,
-    cpu_ticks,
-    injector,
-    kill_spawned,
-    node_runner,
-    pick_container,
-    pids_with_cmdline,
-    poll,
-    start_in_cgroups,
-    stress_argv,
-    target_pid,
-)
+from sregym.injectors import (WORK_DIR, Injector, Mechanism, MechanismUnavailable, PlannedState, TargetContainer,
+                              Verification, cgroup_files, cpu_ticks, injector, kill_spawned, node_runner,
+                              pick_container, pids_with_cmdline, poll, start_in_cgroups, stress_argv, target_pid)
 
 IN_CGROUP = Mechanism("stress-ng-in-cgroup", "stress-ng on the node, moved into the target container's cgroups "
                       "(it competes for the container's own CPU quota, memory limit and IO)", ("stress_ng",))

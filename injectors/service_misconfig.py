@@ -6,17 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import (
-    EditState,
-    ObjectEdit,
-    UserInputError,
-    Verification,
-    edit,
-    injector,
-    list_objects,
-    namespace_of,
-    require_object,
-)
+from sregym.injectors import (EditState, ObjectEdit, UserInputError, Verification, edit, injector, list_objects,
+                              namespace_of, require_object)
 
 
 class ServiceParams(BaseModel):

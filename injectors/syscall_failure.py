@@ -32,39 +32,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sregym.injectors import (
-    HIDDEN_NAMESPACE,
-    FaultError,
-    Injector,
-    Mechanism,
-    MechanismUnavailable,
-    NodeRunner,
-    PlannedState,
-    Selector,
-    TargetContainer,
-    UserInputError,
-    Verification,
-    apply_edits,
-    container_index,
-    container_processes,
-    dig,
-    edit,
-    find_workload,
-    get_object,
-    injector,
-    install_file,
-    kill_spawned,
-    list_objects,
-    live_container_id,
-    namespace_of,
-    node_runner,
-    pick_container,
-    pids_with_cmdline,
-    pods_of,
-    poll,
-    running_with,
-    spawn,
-)
+from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, MechanismUnavailable, NodeRunner,
+                              PlannedState, Selector, TargetContainer, UserInputError, Verification, apply_edits,
+                              container_index, container_processes, dig, edit, find_workload, get_object, injector,
+                              install_file, kill_spawned, list_objects, live_container_id, namespace_of, node_runner,
+                              pick_container, pids_with_cmdline, pods_of, poll, running_with, spawn)
 
 EBPF = Mechanism("ebpf-override", "bcc kprobes with bpf_override_return on the syscalls",
                  ("kprobes", "bpf_override_return", "bcc_compile", "python3"))

@@ -6,18 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (
-    ABSENT,
-    Verification,
-    WorkloadEdit,
-    WorkloadEditState,
-    delete_object,
-    dig,
-    edit,
-    injector,
-    require_object,
-    unschedulable,
-)
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, delete_object, dig, edit, injector,
+                              require_object, unschedulable)
 
 
 class UnschedulableParams(BaseModel):

@@ -29,7 +29,8 @@ OLD_STATES = {
     "service_misconfig": {"edits": [EDIT], "port_index": 0},
     "dns_failure": NETNS,
     "packet_loss": {**NETNS, "hooks": ["OUTPUT", "INPUT"]},
-    "bandwidth_limit": {k: v for k, v in NETNS.items() if k not in ("hooks", "rules")} | {"qdisc_before": "qdisc noqueue 0: root"},
+    "bandwidth_limit": {k: v for k, v in NETNS.items() if k not in ("hooks", "rules")}
+    | {"qdisc_before": "qdisc noqueue 0: root"},
     "network_latency": {**NETNS, "queue": 17},
     "network_partition": {**NETNS, "peer_ips": ["10.0.0.9"], "peer_port": 5432},
     "network_policy_deny": {**NETNS, "policy": {"kind": "NetworkPolicy", "metadata": {"name": "deny"}},

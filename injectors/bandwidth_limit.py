@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Mechanism, PodNetworkFault, Verification, clear_root_script, injector, root_qdisc_script,
-                              tbf_script)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, clear_root_script, injector,
+                              root_qdisc_script, tbf_script)
 
 TBF = Mechanism("tbf", "token bucket filter as the root qdisc of the pod's interface", ("tbf", "nsenter"))
 
@@ -19,25 +17,30 @@ class BandwidthParams(BaseModel):
     latency: str = Field("400ms", description="longest a packet may wait in the queue before it is dropped")
 
 
+class BandwidthState(NetnsState):
+    qdisc_before: str = Field("", description="the pod's root qdisc before the limit")
+
+
 @injector("bandwidth_limit")
 class BandwidthLimit(PodNetworkFault[BandwidthParams]):
     """Limit the rate at which the target pod can send."""
 
     Params = BandwidthParams
+    State = BandwidthState
     mechanisms = (TBF,)
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> BandwidthState:
         state = self.plan_target()
-        state["qdisc_before"] = (self.in_netns(state, root_qdisc_script()) or "").split("\n")[0]
+        state.qdisc_before = (self.in_netns(state, root_qdisc_script()) or "").split("\n")[0]
         return state
 
-    def inject(self, state: dict[str, Any]) -> None:
+    def inject(self, state: BandwidthState) -> None:
         self.in_netns(state, tbf_script(self.params.rate, self.params.burst, self.params.latency))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: BandwidthState) -> Verification:
         out = (self.in_netns(state, root_qdisc_script(), check=False) or "").strip()
         return Verification(out.startswith("qdisc tbf") and f"RATE {self.params.rate.upper()}" in out.upper(),
                             out.strip().splitlines()[0] if out.strip() else "pod gone")
 
-    def recover(self, state: dict[str, Any]) -> None:
+    def recover(self, state: BandwidthState) -> None:
         self.in_netns(state, clear_root_script(), check=False)

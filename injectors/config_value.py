@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (ABSENT, ObjectEdit, Selector, UserInputError, Verification, apply_edits, dig, edit,
-                              find_workload, injector, list_objects, namespace_of, pods_of, require_object,
+from sregym.injectors import (ABSENT, EditState, ObjectEdit, Selector, UserInputError, Verification, apply_edits, dig,
+                              edit, find_workload, injector, list_objects, namespace_of, pods_of, require_object,
                               restart_edits, restart_path)
 
 
@@ -41,14 +41,19 @@ def encoded(kind: str, value: str | None) -> Any:
     return base64.b64encode(value.encode()).decode() if kind == "Secret" else value
 
 
+class ConfigValueState(EditState):
+    planned_at: str | None = Field(None, description="when planned (UTC): pods started since read the bad value")
+
+
 @injector("config_value")
 class ConfigValue(ObjectEdit[ConfigValueParams]):
     """Change or remove one key of a ConfigMap or Secret (e.g. a pool size, a TTL, a feature flag)."""
 
     Params = ConfigValueParams
+    State = ConfigValueState
     targets = ("ConfigMap", "Secret")
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> ConfigValueState:
         if not self.target.name or self.target.kind not in ("ConfigMap", "Secret"):
             raise UserInputError("target: give kind (ConfigMap or Secret) and name")
         ns, kind = namespace_of(self.ctx, self.target), self.target.kind
@@ -61,15 +66,15 @@ class ConfigValue(ObjectEdit[ConfigValueParams]):
             _, workload = find_workload(self.ctx.kube, ns, Selector(name=name), where="params.restart")
             edits += restart_edits(workload)
         # when the key turned bad, as far as recover needs to know: pods that started after it read it
-        return {"edits": edits, "planned_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+        return ConfigValueState(edits=edits, planned_at=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
-    def recover(self, state: dict[str, Any]) -> None:
+    def recover(self, state: ConfigValueState) -> None:
         """Put the key back and roll what read the bad value: the restart list (by its edits) and any
         other workload whose pods started while the key was bad (restarted by someone else meanwhile:
         noise, an agent, validate's restart step), as fixing a setting takes in real life."""
         super().recover(state)
-        since = state.get("planned_at")
-        rolled = {(e["kind"], e["name"]) for e in state["edits"] if e["path"] == restart_path()}
+        since = state.planned_at
+        rolled = {(e["kind"], e["name"]) for e in state.edits if e["path"] == restart_path()}
         ns = namespace_of(self.ctx, self.target)
         for kind in ("Deployment", "StatefulSet", "DaemonSet"):
             for workload in list_objects(self.ctx.kube, kind, ns):
@@ -80,8 +85,8 @@ class ConfigValue(ObjectEdit[ConfigValueParams]):
                 if since is None or any(t >= since for t in started):
                     apply_edits(self.ctx.kube, restart_edits(workload))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        e = next(x for x in state["edits"] if x["path"][0] == "data" and len(x["path"]) == 2)
+    def verify(self, state: ConfigValueState) -> Verification:
+        e = next(x for x in state.edits if x["path"][0] == "data" and len(x["path"]) == 2)
         live = dig(require_object(self.ctx.kube, e["kind"], e["name"], e["namespace"]), e["path"])
         return Verification(live == e["after"], f"{e['kind']} {e['name']} key {self.params.key}: "
                             + ("changed" if live == e["after"] else "unchanged"))

@@ -6,7 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import ABSENT, UserInputError, Verification, WorkloadEdit, injector, list_objects, namespace_of
+from sregym.injectors import (ABSENT, UserInputError, Verification, WorkloadEdit, WorkloadEditState, injector,
+                              list_objects, namespace_of)
 
 
 class ContainerPortParams(BaseModel):
@@ -21,7 +22,7 @@ class ContainerPort(WorkloadEdit[ContainerPortParams]):
 
     Params = ContainerPortParams
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         def after(before: Any) -> list[dict]:
             ports = [dict(p) for p in (before if before != ABSENT else [])]
             idx = next((i for i, p in enumerate(ports) if p.get("name") == self.params.port_name), None) \
@@ -33,8 +34,8 @@ class ContainerPort(WorkloadEdit[ContainerPortParams]):
 
         return self.container_state("ports", after)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        e = state["edits"][0]
+    def verify(self, state: WorkloadEditState) -> Verification:
+        e = state.edits[0]
         slices = list_objects(self.ctx.kube, "EndpointSlice", namespace_of(self.ctx, self.target))
         served = {p.get("port") for s in slices for p in s.get("ports") or []}
         return Verification(self.params.value in served,

@@ -6,12 +6,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import shlex
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (FaultError, Injector, Mechanism, UserInputError, Verification, get_object, injector,
-                              namespace_of, running_pods)
+from sregym.injectors import (FaultError, Injector, Mechanism, PlannedState, UserInputError, Verification, get_object,
+                              injector, namespace_of, running_pods)
 
 REDIS = Mechanism("redis-config-set", "CONFIG SET requirepass through redis-cli in the store's pod")
 POSTGRES = Mechanism("postgres-alter-user", "ALTER USER ... PASSWORD through psql in the store's pod")
@@ -45,12 +43,24 @@ def auth_check_command(store: str, port: int, user: str, password: str) -> list[
             "-tAc", "select 1"]
 
 
+class CredentialState(PlannedState):
+    namespace: str = Field("", description="the data store's namespace")
+    pod: str = Field("", description="the data store's pod")
+    pod_uid: str = Field("", description="its UID (the fault lives in the store's data, carried by this pod)")
+    container: str = Field("", description="the data store's container")
+    old: str = Field("", description="the password before")
+    new: str = Field("", description="the password set")
+    user: str = Field("", description="the user whose password changes")
+    port: int = Field(0, description="the data store's port")
+
+
 @injector("credential_rotation")
 class CredentialRotation(Injector[CredentialParams]):
     """Change a redis or PostgreSQL password on the server side only (the clients' Secret keeps the old one).
     The mechanism names the store: ``redis-config-set`` (default) or ``postgres-alter-user``."""
 
     Params = CredentialParams
+    State = CredentialState
     mechanisms = (REDIS, POSTGRES)
     targets = ("StatefulSet", "Deployment", "Pod")
 
@@ -59,14 +69,14 @@ class CredentialRotation(Injector[CredentialParams]):
         ALTER USER is written to the database's volume."""
         return self.mechanism.name == REDIS.name
 
-    def carrier_pods(self, state: dict[str, Any]) -> set[str]:
-        return {state["pod_uid"]} if state.get("pod_uid") else set()
+    def carrier_pods(self, state: CredentialState) -> set[str]:
+        return {state.pod_uid} if state.pod_uid else set()
 
     @property
     def store(self) -> str:
         return "redis" if self.mechanism.name == REDIS.name else "postgres"
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> CredentialState:
         p = self.params
         ns = namespace_of(self.ctx, self.target)
         secret = get_object(self.ctx.kube, "Secret", p.secret, ns)
@@ -75,36 +85,37 @@ class CredentialRotation(Injector[CredentialParams]):
         data = {k: base64.b64decode(v).decode() for k, v in secret["data"].items()}
         pod = running_pods(self.ctx, self.target)[0]
         new = p.new_password or hashlib.sha256(f"{self.ctx.seed}:{p.secret}".encode()).hexdigest()[:20]
-        return {"namespace": ns, "pod": pod["metadata"]["name"], "pod_uid": pod["metadata"]["uid"], "container": self.target.container or
-                pod["spec"]["containers"][0]["name"], "old": data[p.password_key], "new": new,
-                "user": data.get(p.username_key, ""), "port": p.port or (6379 if self.store == "redis" else 5432)}
+        return CredentialState(namespace=ns, pod=pod["metadata"]["name"], pod_uid=pod["metadata"]["uid"],
+                               container=self.target.container or pod["spec"]["containers"][0]["name"],
+                               old=data[p.password_key], new=new, user=data.get(p.username_key, ""),
+                               port=p.port or (6379 if self.store == "redis" else 5432))
 
-    def _exec(self, state: dict[str, Any], argv: list[str]) -> bool:
-        proc = self.ctx.kube.kubectl("exec", "-n", state["namespace"], state["pod"], "-c", state["container"], "--",
+    def _exec(self, state: CredentialState, argv: list[str]) -> bool:
+        proc = self.ctx.kube.kubectl("exec", "-n", state.namespace, state.pod, "-c", state.container, "--",
                                      *argv, check=False, timeout=60)
         return proc.returncode == 0
 
-    def _accepts(self, state: dict[str, Any], password: str) -> bool:
-        return self._exec(state, auth_check_command(self.store, state["port"], state["user"], password))
+    def _accepts(self, state: CredentialState, password: str) -> bool:
+        return self._exec(state, auth_check_command(self.store, state.port, state.user, password))
 
-    def _set(self, state: dict[str, Any], auth: str, new: str) -> bool:
-        argv = redis_command(state["port"], auth, new) if self.store == "redis" else \
-            postgres_command(state["port"], state["user"], auth, new)
+    def _set(self, state: CredentialState, auth: str, new: str) -> bool:
+        argv = redis_command(state.port, auth, new) if self.store == "redis" else \
+            postgres_command(state.port, state.user, auth, new)
         return self._exec(state, argv)
 
-    def inject(self, state: dict[str, Any]) -> None:
-        if self._accepts(state, state["new"]):
+    def inject(self, state: CredentialState) -> None:
+        if self._accepts(state, state.new):
             return
-        if not self._set(state, state["old"], state["new"]):
-            raise FaultError(f"could not change the password in {state['namespace']}/{state['pod']}")
+        if not self._set(state, state.old, state.new):
+            raise FaultError(f"could not change the password in {state.namespace}/{state.pod}")
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        old_ok, new_ok = self._accepts(state, state["old"]), self._accepts(state, state["new"])
+    def verify(self, state: CredentialState) -> Verification:
+        old_ok, new_ok = self._accepts(state, state.old), self._accepts(state, state.new)
         return Verification(new_ok and not old_ok, f"server accepts the clients' password: {old_ok}; the new one: {new_ok}")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        if self._accepts(state, state["old"]):
+    def recover(self, state: CredentialState) -> None:
+        if self._accepts(state, state.old):
             return
-        if not self._set(state, state["new"], state["old"]):
-            raise FaultError(f"could not restore the password in {state['namespace']}/{state['pod']}",
+        if not self._set(state, state.new, state.old):
+            raise FaultError(f"could not restore the password in {state.namespace}/{state.pod}",
                              hint="if the pod restarted it already runs with the Secret's password")

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Injector, Mechanism, MechanismUnavailable, UserInputError, Verification, injector,
-                              node_runner, pick_container, target_pid)
+from sregym.injectors import (Injector, Mechanism, MechanismUnavailable, PlannedState, UserInputError, Verification,
+                              injector, node_runner, pick_container, target_pid)
 
 FILL = Mechanism("fill-volume", "allocate one hidden file that takes the volume's free space", ("python3",))
 
@@ -33,12 +33,19 @@ class DiskFullParams(BaseModel):
     max_fill_bytes: int = Field(8 << 30, gt=0, description="refuse volumes with more free space than this")
 
 
+class DiskFullState(PlannedState):
+    container: dict[str, Any] = Field(default_factory=dict, description="the target (``TargetContainer``)")
+    pid: int | None = Field(None, description="a process of the target container, on its node")
+    file: str = Field("", description="the file that fills the volume, as the node sees it")
+
+
 @injector("disk_full")
 class DiskFull(Injector[DiskFullParams]):
     """Fill the file system under a path of the target container (ENOSPC for the app's writes).
     Refuses when that file system is the node's own root file system (it would fill the node)."""
 
     Params = DiskFullParams
+    State = DiskFullState
     mechanisms = (FILL,)
     targets = ("Pod", "Deployment", "StatefulSet")
     node_level = True
@@ -47,7 +54,7 @@ class DiskFull(Injector[DiskFullParams]):
     # volume the file stays and the new pod's plan finds nothing left to fill.
     pod_scoped = True
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> DiskFullState:
         if not self.params.path.startswith("/"):
             raise UserInputError("params.path: give an absolute directory inside the container")
         tc = pick_container(self.ctx, self.target)
@@ -64,23 +71,23 @@ class DiskFull(Injector[DiskFullParams]):
             raise MechanismUnavailable(f"disk_full: {free} bytes free under {self.params.path}, more than "
                                        f"max_fill_bytes={self.params.max_fill_bytes}")
         name = ".cache-" + hashlib.sha256(tc.pod_uid.encode()).hexdigest()[:10]
-        return {"container": tc.as_state(), "pid": pid, "file": f"{where.rstrip('/')}/{name}"}
+        return DiskFullState(container=tc.as_state(), pid=pid, file=f"{where.rstrip('/')}/{name}")
 
-    def inject(self, state: dict[str, Any]) -> None:
-        runner = node_runner(self.ctx, state["container"]["node"])
-        where = state["file"].rsplit("/", 1)[0]
+    def inject(self, state: DiskFullState) -> None:
+        runner = node_runner(self.ctx, state.container["node"])
+        where = state.file.rsplit("/", 1)[0]
         free = int(runner.run(["python3", "-c", _STAT, where, runner.host_path("/")]).stdout.split()[2])
         size = max(0, free - self.params.leave_bytes)
         if size:
-            runner.run(["python3", "-c", _FILL, state["file"], str(size)], check=False, timeout=600)
+            runner.run(["python3", "-c", _FILL, state.file, str(size)], check=False, timeout=600)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        runner = node_runner(self.ctx, state["container"]["node"])
-        probe = state["file"] + "-probe"
+    def verify(self, state: DiskFullState) -> Verification:
+        runner = node_runner(self.ctx, state.container["node"])
+        probe = state.file + "-probe"
         got = runner.run(["python3", "-c", _PROBE, probe, str(self.params.leave_bytes + (1 << 20))],
                          check=False).stdout.strip()
         return Verification(got == "28", "a 1 MiB write " + ("fails with ENOSPC" if got == "28" else f"gives {got}"))
 
-    def recover(self, state: dict[str, Any]) -> None:
-        runner = node_runner(self.ctx, state["container"]["node"])
-        runner.run(["rm", "-f", state["file"], state["file"] + "-probe"], check=False)
+    def recover(self, state: DiskFullState) -> None:
+        runner = node_runner(self.ctx, state.container["node"])
+        runner.run(["rm", "-f", state.file, state.file + "-probe"], check=False)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Mechanism, PodNetworkFault, Verification, chain_script, injector, unchain_script
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, chain_script, injector,
+                              unchain_script)
 
 DNS_DROP = Mechanism("iptables-dns-drop", "drop the pod's DNS queries (all, or those naming one host) in its netns",
                      ("iptables_string", "nsenter"))
@@ -43,20 +42,20 @@ class DnsFailure(PodNetworkFault[DnsFailureParams]):
     Params = DnsFailureParams
     mechanisms = (DNS_DROP,)
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> NetnsState:
         match = f"-m string --algo bm --hex-string '{qname_hex(self.params.name)}'" if self.params.name else ""
         rules = [f"-p {proto} --dport 53 {match} -j DROP".replace("  ", " ") for proto in ("udp", "tcp")]
-        return {**self.plan_target(), "hooks": ["OUTPUT"], "rules": rules}
+        return self.plan_target(hooks=["OUTPUT"], rules=rules)
 
-    def inject(self, state: dict[str, Any]) -> None:
-        self.in_netns(state, chain_script(state["chain"], state["hooks"], state["rules"]))
+    def inject(self, state: NetnsState) -> None:
+        self.in_netns(state, chain_script(state.chain, state.hooks, state.rules))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: NetnsState) -> Verification:
         # one query to the pod's own nameserver, from its netns (what its resolver would send)
         name = self.params.name or "kubernetes.default"
-        self.in_netns(state, f"python3 -c {shlex.quote(DNS_QUERY)} /proc/{state['pid']}/root/etc/resolv.conf "
+        self.in_netns(state, f"python3 -c {shlex.quote(DNS_QUERY)} /proc/{state.pid}/root/etc/resolv.conf "
                              f"{shlex.quote(name)}", check=False)
         return self.counted(state, "DNS queries dropped")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        self.in_netns(state, unchain_script(state["chain"], state["hooks"]), check=False)
+    def recover(self, state: NetnsState) -> None:
+        self.in_netns(state, unchain_script(state.chain, state.hooks), check=False)

@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import ABSENT, Verification, WorkloadEdit, injector, running_with
+from sregym.injectors import ABSENT, Verification, WorkloadEdit, WorkloadEditState, injector, running_with
 
 
 class EnvVarParams(BaseModel):
@@ -21,19 +21,19 @@ class EnvVar(WorkloadEdit[EnvVarParams]):
 
     Params = EnvVarParams
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         def after(before: Any) -> list[dict]:
             env = [e for e in (before if before != ABSENT else []) if e["name"] != self.params.name]
             return env + ([{"name": self.params.name, "value": self.params.value}] if self.params.value is not None else [])
 
         return self.container_state("env", after)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: WorkloadEditState) -> Verification:
         def changed(c: dict) -> bool:
             env = {e["name"]: e.get("value") for e in c.get("env") or []}
             if self.params.value is None:
                 return self.params.name not in env
             return env.get(self.params.name) == self.params.value
 
-        hit = running_with(self.live_pods(state), state["container"], changed)
+        hit = running_with(self.live_pods(state), state.container, changed)
         return Verification(bool(hit), f"pods running with the change: {', '.join(hit) or 'none yet'}")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, WorkloadEdit, injector, waiting_reasons
+from sregym.injectors import Verification, WorkloadEdit, WorkloadEditState, injector, waiting_reasons
 
 IMAGE_ERRORS = {"ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName"}
 
@@ -31,11 +29,11 @@ class ImageTag(WorkloadEdit[ImageTagParams]):
 
     Params = ImageTagParams
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         return self.container_state("image", lambda before: retag(before, self.params.tag))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        wrong = state["edits"][0]["after"]
+    def verify(self, state: WorkloadEditState) -> Verification:
+        wrong = state.edits[0]["after"]
         pods = [p for p in self.live_pods(state)
                 if any(c["image"] == wrong for c in p["spec"]["containers"])]
         reasons = waiting_reasons(pods) & IMAGE_ERRORS

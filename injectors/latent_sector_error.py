@@ -11,9 +11,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, TargetContainer, UserInputError,
-                              Verification, dust, injector, install_file, kill_spawned, node_program, node_runner,
-                              pick_container, pids_with_cmdline, poll, process_starttime, sectorfs, spawn, target_pid)
+from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, PlannedState, TargetContainer,
+                              UserInputError, Verification, dust, injector, install_file, kill_spawned, node_program,
+                              node_runner, pick_container, pids_with_cmdline, poll, process_starttime, sectorfs, spawn,
+                              target_pid)
 
 DM_DUST = Mechanism("dm-dust", "copy the file onto a dm-dust device whose bad blocks fail reads, and mount it "
                     "over the file in the container", ("device_mapper", "dm_dust", "loop", "nsenter", "python3"))
@@ -96,11 +97,21 @@ def choose_blocks(seed: int, path: str, size: int, block_size: int, count: int) 
     return sorted(random.Random(f"{seed}:{path}").sample(range(n), min(count, n)))
 
 
+class SectorErrorState(PlannedState):
+    container: dict[str, Any] = Field(default_factory=dict, description="the target (``TargetContainer``)")
+    pid: int | None = Field(None, description="a process of the target container, on its node")
+    pid_start: str | None = Field(None, description="that process's start time (a reused pid is not it)")
+    files: list[dict[str, Any]] = Field(default_factory=list,
+                                        description="each file: path, size, blocks, token, node_path, node_ns")
+    mechanism: str = Field("", description="the mechanism planned (dm_dust or fuse)")
+
+
 @injector("latent_sector_error")
 class LatentSectorError(Injector[LatentSectorErrorParams]):
     """Persistent unreadable blocks in files of the target's volume (dm-dust, else FUSE)."""
 
     Params = LatentSectorErrorParams
+    State = SectorErrorState
     mechanisms = (DM_DUST, FUSE)
     targets = ("Pod", "Deployment", "StatefulSet")
     node_level = True
@@ -109,22 +120,22 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         """Watched always; whether a planned copy dies with its pod is ``carrier_pods``'s answer."""
         return True
 
-    def carrier_pods(self, state: dict[str, Any]) -> set[str]:
+    def carrier_pods(self, state: SectorErrorState) -> set[str]:
         """A file served from the volume's directory on the node stays bad for every pod that mounts
         the volume (a real bad sector outlives a restart), so it needs no carrier; a dm-dust mount
         over the file, or the FUSE mount made in the container only (the file has no path on the
         node), goes with the pod, and the fault plane re-applies it to the target's new pod."""
-        below_the_pod = state.get("mechanism") == FUSE.name and all(f.get("node_path") for f in state["files"])
+        below_the_pod = state.mechanism == FUSE.name and all(f.get("node_path") for f in state.files)
         return set() if below_the_pod else super().carrier_pods(state)
 
-    def carriers(self, state: dict[str, Any]) -> set[str]:
+    def carriers(self, state: SectorErrorState) -> set[str]:
         """A mount made in the container's mount namespace also goes when the container restarts in
         the same pod (its new container gets a fresh mount namespace): carried by the container too."""
         pods = self.carrier_pods(state)
-        container_id = (state.get("container") or {}).get("container_id")
+        container_id = (state.container or {}).get("container_id")
         return pods | ({container_id} if pods and container_id else set())
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> SectorErrorState:
         if any(not p.startswith("/") for p in self.params.paths):
             raise UserInputError("params.paths: give absolute paths inside the container")
         tc = pick_container(self.ctx, self.target)
@@ -144,36 +155,36 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 node_ns, node_path = (found[0], found[1].strip()) if len(found) == 2 else ("", "")
             files.append({"path": path, "size": size, "blocks": blocks, "token": token, "node_path": node_path,
                           "node_ns": node_ns})
-        return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
-                "files": files, "mechanism": self.mechanism.name}
+        return SectorErrorState(container=tc.as_state(), pid=pid, pid_start=process_starttime(runner, pid),
+                                files=files, mechanism=self.mechanism.name)
 
     def _script(self) -> str:
         return f"{WORK_DIR}/{node_program(sectorfs)[0]}"
 
-    def _top_mount(self, runner: Any, state: dict[str, Any], path: str) -> list[str]:
+    def _top_mount(self, runner: Any, state: SectorErrorState, path: str) -> list[str]:
         """(fstype, source) of the top mount on ``path`` in the container ([] if the container is gone)."""
-        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+        if process_starttime(runner, state.pid) != state.pid_start:
             return []
-        return runner.run(["python3", "-c", _TOP_MOUNT, str(state["pid"]), path], check=False).stdout.split()
+        return runner.run(["python3", "-c", _TOP_MOUNT, str(state.pid), path], check=False).stdout.split()
 
-    def _mounted(self, runner: Any, state: dict[str, Any], f: dict[str, Any]) -> bool:
+    def _mounted(self, runner: Any, state: SectorErrorState, f: dict[str, Any]) -> bool:
         top = self._top_mount(runner, state, f["path"])
-        if state["mechanism"] == DM_DUST.name:
+        if state.mechanism == DM_DUST.name:
             ours = runner.run(["dmsetup", "info", "-c", "--noheadings", "-o", "major,minor", f["token"]],
                               check=False).stdout.replace(" ", "").strip()
             return bool(ours) and top[2:] == [ours]
         return top[:2] == ["fuse", "volume"]
 
-    def inject(self, state: dict[str, Any]) -> None:
-        tc = TargetContainer.from_state(state["container"])
+    def inject(self, state: SectorErrorState) -> None:
+        tc = TargetContainer.from_state(state.container)
         runner = node_runner(self.ctx, tc.node)
-        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+        if process_starttime(runner, state.pid) != state.pid_start:
             raise FaultError(f"container {tc.pod}/{tc.container} restarted since the plan")
         runner.run(["mkdir", "-p", WORK_DIR])
-        for f in state["files"]:
+        for f in state.files:
             if self._mounted(runner, state, f):
                 continue
-            if state["mechanism"] == DM_DUST.name:
+            if state.mechanism == DM_DUST.name:
                 self._inject_dust(runner, state, f)
             else:
                 self._inject_fuse(runner, state, f, tc)
@@ -183,7 +194,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         out = runner.run(["python3", "-c", _TOP_MOUNT, f["node_ns"], f["node_path"]], check=False).stdout.split()
         return out[:2] == ["fuse", "volume"]
 
-    def _inject_fuse(self, runner: Any, state: dict[str, Any], f: dict[str, Any], tc: TargetContainer) -> None:
+    def _inject_fuse(self, runner: Any, state: SectorErrorState, f: dict[str, Any], tc: TargetContainer) -> None:
         """Serve the file through sectorfs: mounted on the volume's directory on the node when the
         file has a path there (so a restarted container still has the bad blocks) and cloned into
         the running container; else mounted in the container only."""
@@ -191,7 +202,7 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         node_path = f.get("node_path") or ""
         if not (node_path and self._on_node(runner, f)):
             install_file(runner, self._script(), node_program(sectorfs)[1])
-            spawn(runner, ["python3", self._script(), str(state["pid"]), f["path"], str(self.params.block_size),
+            spawn(runner, ["python3", self._script(), str(state.pid), f["path"], str(self.params.block_size),
                            ",".join(map(str, f["blocks"])), self.params.errno, f["token"], node_path,
                            f.get("node_ns", "self")], log=log)
             up = (lambda: self._on_node(runner, f)) if node_path else (lambda: self._mounted(runner, state, f))
@@ -199,19 +210,19 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 out = runner.run(["cat", log], check=False).stdout.strip()
                 raise FaultError(f"the file system on {f['path']} in {tc.pod} did not come up: {out[-500:]}")
         if node_path and not self._mounted(runner, state, f):
-            runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, node_path, str(state["pid"]), f["path"],
+            runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, node_path, str(state.pid), f["path"],
                         f["node_ns"]])
 
     def _dust_paths(self, f: dict[str, Any]) -> tuple[str, str, str]:
         image, mnt = f"{WORK_DIR}/{f['token']}.img", f"{WORK_DIR}/{f['token']}.mnt"
         return image, mnt, f"{mnt}/{f['path'].rsplit('/', 1)[-1]}"
 
-    def _inject_dust(self, runner: Any, state: dict[str, Any], f: dict[str, Any]) -> None:
+    def _inject_dust(self, runner: Any, state: SectorErrorState, f: dict[str, Any]) -> None:
         image, mnt, copy = self._dust_paths(f)
         bs = self.params.block_size
         for cmd in dust.setup_commands(f["token"], image, mnt, dust.image_size(f["size"], bs), bs):
             runner.run(["sh", "-c", cmd])
-        runner.run(["sh", "-c", dust.copy_command(f"/proc/{state['pid']}/root{f['path']}", copy)])
+        runner.run(["sh", "-c", dust.copy_command(f"/proc/{state.pid}/root{f['path']}", copy)])
         physical = runner.run(["python3", "-c", dust.FIBMAP_SCRIPT, copy, ",".join(map(str, f["blocks"]))]
                               ).stdout.strip().split(",")
         for cmd in dust.badblock_commands(f["token"], [int(b) for b in physical]):
@@ -219,14 +230,14 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         # drop the copy's cached pages so reads reach the device
         runner.run(["python3", "-c", "import os,sys;fd=os.open(sys.argv[1],os.O_RDONLY);"
                     "os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)", copy])
-        runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, copy, str(state["pid"]), f["path"]])
+        runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, copy, str(state.pid), f["path"]])
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        runner = node_runner(self.ctx, state["container"]["node"])
+    def verify(self, state: SectorErrorState) -> Verification:
+        runner = node_runner(self.ctx, state.container["node"])
         want = str(getattr(errno, self.params.errno))
         notes, ok = [], True
-        for f in state["files"]:
-            view = f"/proc/{state['pid']}/root{f['path']}"
+        for f in state.files:
+            view = f"/proc/{state.pid}/root{f['path']}"
             for b in f["blocks"]:
                 got = runner.run(["python3", "-c", _READ_BLOCK, view, str(self.params.block_size),
                                   str(b * self.params.block_size)], check=False).stdout.strip()
@@ -242,29 +253,29 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         log = f"{WORK_DIR}/{f['token']}.log"
         return poll(lambda: "pass-through" in runner.run(["cat", log], check=False).stdout, timeout=5, interval=0.2)
 
-    def recover(self, state: dict[str, Any]) -> None:
+    def recover(self, state: SectorErrorState) -> None:
         """Repair, then unmount: database backends that opened the file through the mount keep their
         descriptors, and they read the real data from then on, as from a disk whose bad sectors were
         remapped. The server exits by itself once the last of them closes (a pod that goes closes
         them all); one that did not say it passes through is stopped, as before."""
-        runner = node_runner(self.ctx, state["container"]["node"])
-        for f in state["files"]:
+        runner = node_runner(self.ctx, state.container["node"])
+        for f in state.files:
             servers = pids_with_cmdline(runner, f["token"])
             repaired = bool(servers) and self._repair(runner, f, servers)
             if f.get("node_path"):  # every copy, wherever containers took it, before the server goes
                 runner.run(["python3", "-c", _UNMOUNT_EVERYWHERE, f["node_path"], f["path"]], check=False)
-            if state["mechanism"] == DM_DUST.name:
+            if state.mechanism == DM_DUST.name:
                 runner.run(["dmsetup", "message", f["token"], "0", "disable"], check=False)
             mounted = False
             for _ in range(5):  # stacked mounts (an inject repeated after a crash) come off one by one
                 if not self._mounted(runner, state, f):
                     break
                 mounted = True
-                runner.run(["python3", "-c", _UNMOUNT, str(state["pid"]), f["path"]], check=False)
-            if state["mechanism"] == DM_DUST.name:
+                runner.run(["python3", "-c", _UNMOUNT, str(state.pid), f["path"]], check=False)
+            if state.mechanism == DM_DUST.name:
                 image, mnt, copy = self._dust_paths(f)
                 if mounted:  # what the app wrote meanwhile went to the copy: put it back
-                    runner.run(["sh", "-c", f"cat {shlex.quote(copy)} > /proc/{state['pid']}/root{f['path']}"],
+                    runner.run(["sh", "-c", f"cat {shlex.quote(copy)} > /proc/{state.pid}/root{f['path']}"],
                                check=False)
                 for cmd in dust.teardown_commands(f["token"], image, mnt):
                     runner.run(["sh", "-c", cmd], check=False)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import ABSENT, Verification, WorkloadEdit, dig, edit, injector, ready, running_with
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, dig, edit, injector, ready,
+                              running_with)
 
 
 class LoadSurgeParams(BaseModel):
@@ -28,7 +27,7 @@ class LoadSurge(WorkloadEdit[LoadSurgeParams]):
     Params = LoadSurgeParams
     targets = ("Deployment", "StatefulSet")
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         kind, ns, obj, i = self.locate()
         name = obj["metadata"]["name"]
         edits = []
@@ -40,14 +39,14 @@ class LoadSurge(WorkloadEdit[LoadSurgeParams]):
                                                                   for k, v in sorted(self.params.env.items())]))
         if self.params.replicas is not None:
             edits.append(edit(kind, ns, name, ["spec", "replicas"], dig(obj, ["spec", "replicas"]), self.params.replicas))
-        return {"edits": edits, "workload": [kind, ns, name],
-                "container": obj["spec"]["template"]["spec"]["containers"][i]["name"]}
+        return WorkloadEditState(edits=edits, workload=[kind, ns, name],
+                                 container=obj["spec"]["template"]["spec"]["containers"][i]["name"])
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: WorkloadEditState) -> Verification:
         pods = [p for p in self.live_pods(state) if ready(p)]
         if self.params.env:
             want = self.params.env
-            pods = [p for p in pods if running_with([p], state["container"], lambda c: want.items() <= {
+            pods = [p for p in pods if running_with([p], state.container, lambda c: want.items() <= {
                 e["name"]: e.get("value") for e in c.get("env") or []}.items())]
         need = self.params.replicas or 1
         return Verification(len(pods) >= need, f"ready generator pods with the surge settings: {len(pods)}/{need}")

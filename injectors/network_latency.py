@@ -10,13 +10,12 @@ faster than the rate, so it grows with load and is zero for sparse traffic; the 
 from __future__ import annotations
 
 import hashlib
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (DEFAULT_DEV, HIDDEN_NAMESPACE, FaultError, Mechanism, PodNetworkFault, Verification,
-                              chain_script, clear_root_script, delayq, injector, install_file, kill_spawned,
-                              node_program, pids_with_cmdline, poll, root_qdisc_script, tbf_script, unchain_script)
+from sregym.injectors import (DEFAULT_DEV, HIDDEN_NAMESPACE, FaultError, Mechanism, NetnsState, PodNetworkFault,
+                              Verification, chain_script, clear_root_script, delayq, injector, install_file,
+                              kill_spawned, node_program, pids_with_cmdline, poll, root_qdisc_script, tbf_script,
+                              unchain_script)
 
 NETEM = Mechanism("netem", "netem delay qdisc on the pod's interface", ("netem", "nsenter"))
 NFQUEUE = Mechanism("nfqueue-delay", "hold each outgoing packet in user space for the delay (NFQUEUE)",
@@ -43,21 +42,26 @@ def queue_number(token: str) -> int:
     return 1000 + int(hashlib.sha256(token.encode()).hexdigest()[:4], 16) % 60000
 
 
+class LatencyState(NetnsState):
+    queue: int | None = Field(None, description="the NFQUEUE number the delay program reads (iptables mechanism)")
+
+
 @injector("network_latency")
 class NetworkLatency(PodNetworkFault[LatencyParams]):
     """Delay the target pod's outgoing packets (netem, else a user-space delay queue, else tbf queueing)."""
 
     Params = LatencyParams
+    State = LatencyState
     mechanisms = (NETEM, NFQUEUE, TBF_QUEUE)
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> LatencyState:
         state = self.plan_target()
-        state["queue"] = queue_number(state["chain"])
+        state.queue = queue_number(state.chain)
         dest = f"-d {self.params.peer_cidr} " if self.params.peer_cidr else ""
-        state["rules"] = [f"{dest}-j NFQUEUE --queue-num {state['queue']} --queue-bypass"]
+        state.rules = [f"{dest}-j NFQUEUE --queue-num {state.queue} --queue-bypass"]
         return state
 
-    def inject(self, state: dict[str, Any]) -> None:
+    def inject(self, state: LatencyState) -> None:
         p, m = self.params, self.mechanism.name
         if m == NETEM.name:
             self.in_netns(state, netem_script(p.delay_ms, p.jitter_ms))
@@ -66,32 +70,32 @@ class NetworkLatency(PodNetworkFault[LatencyParams]):
             self.in_netns(state, tbf_script(p.tbf_rate, "16kbit", f"{int(p.delay_ms * 5)}ms"))
         else:
             runner = self.runner(state)
-            if not pids_with_cmdline(runner, state["chain"]):
+            if not pids_with_cmdline(runner, state.chain):
                 name, source = node_program(delayq)
                 script = f"{WORK_DIR}/{name}"
                 install_file(runner, script, source)
-                log = f"{WORK_DIR}/{state['chain']}.log"
-                runner.run(["sh", "-c", f"setsid nsenter -t {state['pid']} -n -- python3 {script} {state['queue']} "
-                                        f"{p.delay_ms} {p.jitter_ms} {self.ctx.seed} {state['chain']} "
+                log = f"{WORK_DIR}/{state.chain}.log"
+                runner.run(["sh", "-c", f"setsid nsenter -t {state.pid} -n -- python3 {script} {state.queue} "
+                                        f"{p.delay_ms} {p.jitter_ms} {self.ctx.seed} {state.chain} "
                                         f">{log} 2>&1 </dev/null &"])
                 if not poll(lambda: "serving" in runner.run(["cat", log], check=False).stdout, 10, 0.2):
                     raise FaultError(f"the delay queue did not start: {runner.run(['cat', log], check=False).stdout}")
-            self.in_netns(state, chain_script(state["chain"], ["OUTPUT"], state["rules"]))
+            self.in_netns(state, chain_script(state.chain, ["OUTPUT"], state.rules))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: LatencyState) -> Verification:
         if self.mechanism.name == NFQUEUE.name:
-            running = bool(pids_with_cmdline(self.runner(state), state["chain"]))
+            running = bool(pids_with_cmdline(self.runner(state), state.chain))
             v = self.counted(state, "packets delayed")
             return Verification(running and v.ok, v.detail + ("" if running else "; the delay queue is not running"))
         out = self.in_netns(state, root_qdisc_script(), check=False) or ""
         kind = "netem" if self.mechanism.name == NETEM.name else "tbf"
         return Verification(out.startswith(f"qdisc {kind}"), out.strip().splitlines()[0] if out.strip() else "pod gone")
 
-    def recover(self, state: dict[str, Any]) -> None:
+    def recover(self, state: LatencyState) -> None:
         if self.mechanism.name == NFQUEUE.name:
-            self.in_netns(state, unchain_script(state["chain"], ["OUTPUT"]), check=False)
+            self.in_netns(state, unchain_script(state.chain, ["OUTPUT"]), check=False)
             runner = self.runner(state)
-            for pid, start in pids_with_cmdline(runner, state["chain"]):
+            for pid, start in pids_with_cmdline(runner, state.chain):
                 kill_spawned(runner, pid, start)
         else:
             self.in_netns(state, clear_root_script(), check=False)

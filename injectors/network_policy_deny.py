@@ -13,8 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Mechanism, PodNetworkFault, UserInputError, Verification, chain_script, create_object,
-                              delete_object, get_object, injector, namespace_of, running_pods, unchain_script)
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification, chain_script,
+                              create_object, delete_object, get_object, injector, namespace_of, running_pods,
+                              unchain_script)
 
 CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
            "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")
@@ -30,11 +31,17 @@ class NetworkPolicyParams(BaseModel):
     name: str = Field("default-egress", description="networkpolicy: name of the policy")
 
 
+class PolicyDenyState(NetnsState):
+    policy: dict[str, Any] | None = Field(None, description="the NetworkPolicy created (network_policy mechanism)")
+    probe: list[Any] = Field(default_factory=list, description="[address, port] of the dependency, to probe")
+
+
 @injector("network_policy_deny")
 class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
     """Deny the target's egress to one dependency (NetworkPolicy where enforced, else iptables)."""
 
     Params = NetworkPolicyParams
+    State = PolicyDenyState
     mechanisms = (POLICY, IPTABLES)
 
     def dies_with_pod(self) -> bool:
@@ -47,7 +54,7 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
             raise UserInputError(f"params.dependency: Service {ns}/{self.params.dependency} does not exist")
         return svc
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> PolicyDenyState:
         ns = namespace_of(self.ctx, self.target)
         svc = self._dependency(ns)
         dep_labels = svc["spec"].get("selector") or {}
@@ -56,7 +63,7 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
             pods = running_pods(self.ctx, self.target.model_copy(update={"kind": None, "name": None,
                                                                          "labels": dep_labels}))
             ips = sorted({svc["spec"]["clusterIP"], *(p["status"]["podIP"] for p in pods)} - {None, "None"})
-            state["rules"] = [f"-d {ip} -j DROP" for ip in ips]
+            state.rules = [f"-d {ip} -j DROP" for ip in ips]
             return state
         pod = running_pods(self.ctx, self.target)[0]
         own = {k: v for k, v in (pod["metadata"].get("labels") or {}).items() if k != "pod-template-hash"}
@@ -68,26 +75,26 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
                            "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [
                                {"key": k, "operator": "NotIn", "values": [v]} for k, v in dep_labels.items()]}}]}]}}
         port = (svc["spec"].get("ports") or [{"port": 80}])[0]["port"]
-        return {**self.plan_target(), "policy": policy, "probe": [svc["spec"]["clusterIP"], port]}
+        return self.plan_target(policy=policy, probe=[svc["spec"]["clusterIP"], port])
 
-    def inject(self, state: dict[str, Any]) -> None:
-        if "policy" in state:
-            create_object(self.ctx.kube, state["policy"])
+    def inject(self, state: PolicyDenyState) -> None:
+        if state.policy is not None:
+            create_object(self.ctx.kube, state.policy)
         else:
-            self.in_netns(state, chain_script(state["chain"], ["OUTPUT"], state["rules"]))
+            self.in_netns(state, chain_script(state.chain, ["OUTPUT"], state.rules))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        if "policy" in state:  # observed: a connection from the pod to the dependency no longer opens
-            ip, port = state["probe"]
+    def verify(self, state: PolicyDenyState) -> Verification:
+        if state.policy is not None:  # observed: a connection from the pod to the dependency no longer opens
+            ip, port = state.probe
             out = self.in_netns(state, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or ""
             return Verification(out.strip() == "blocked", f"connection to {self.params.dependency}: {out.strip()}")
         if self.chain_counters(state) == 0:
-            self.probe_traffic(state, state["rules"][0].split()[1], 80, tries=2)
+            self.probe_traffic(state, state.rules[0].split()[1], 80, tries=2)
         return self.counted(state, f"packets to {self.params.dependency} dropped")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        if "policy" in state:
-            m = state["policy"]["metadata"]
+    def recover(self, state: PolicyDenyState) -> None:
+        if state.policy is not None:
+            m = state.policy["metadata"]
             delete_object(self.ctx.kube, "NetworkPolicy", m["name"], m["namespace"])
         else:
-            self.in_netns(state, unchain_script(state["chain"], ["OUTPUT"]), check=False)
+            self.in_netns(state, unchain_script(state.chain, ["OUTPUT"]), check=False)

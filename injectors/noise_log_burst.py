@@ -10,8 +10,8 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.injectors import (HIDDEN_NAMESPACE, Injector, Mechanism, NoiseParams, Selector, Verification, candidates,
-                              choose, injector, install_file, kill_spawned, node_runner, pick_container,
+from sregym.injectors import (HIDDEN_NAMESPACE, Injector, Mechanism, NoiseParams, PlannedState, Selector, Verification,
+                              candidates, choose, injector, install_file, kill_spawned, node_runner, pick_container,
                               pids_with_cmdline, running, target_pid, token)
 
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
@@ -46,39 +46,47 @@ def warning_lines(seed: int, count: int) -> list[str]:
             for _ in range(count)]
 
 
+class LogBurstState(PlannedState):
+    container: dict[str, Any] = Field(default_factory=dict, description="the container whose log gets the burst")
+    pid: int | None = Field(None, description="its process whose stdout is written to")
+    token: str = Field("", description="names the writer's processes")
+    lines: list[str] = Field(default_factory=list, description="the warning lines written")
+
+
 @injector("noise_log_burst")
 class NoiseLogBurst(Injector[LogBurstParams]):
     """Print ``lines`` harmless warnings in one container's log over ``duration`` seconds."""
 
     Params = LogBurstParams
+    State = LogBurstState
     mechanisms = (STDOUT,)
     node_level = True
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> LogBurstState:
         pod = choose(self.ctx.seed, "noise_log_burst", running(candidates(self.ctx, "Pod", self.params.exclude, harmless=True)), "pod")
         tc = pick_container(self.ctx, Selector(kind="Pod", name=pod["metadata"]["name"],
                                                namespace=pod["metadata"]["namespace"]))
         _, pid = target_pid(self.ctx, tc)
-        return {"container": tc.as_state(), "pid": pid, "token": token("log", tc.pod_uid, self.ctx.seed),
-                "lines": warning_lines(self.ctx.seed, self.params.lines)}
+        return LogBurstState(container=tc.as_state(), pid=pid, token=token("log", tc.pod_uid, self.ctx.seed),
+                             lines=warning_lines(self.ctx.seed, self.params.lines))
 
-    def inject(self, state: dict[str, Any]) -> None:
-        runner = node_runner(self.ctx, state["container"]["node"])
-        if pids_with_cmdline(runner, state["token"]):
+    def inject(self, state: LogBurstState) -> None:
+        runner = node_runner(self.ctx, state.container["node"])
+        if pids_with_cmdline(runner, state.token):
             return
-        script = f"{WORK_DIR}/{state['token']}.py"
+        script = f"{WORK_DIR}/{state.token}.py"
         install_file(runner, script, WRITER)
-        argv = ["python3", script, f"/proc/{state['pid']}/fd/1", str(self.params.duration), *state["lines"]]
+        argv = ["python3", script, f"/proc/{state.pid}/fd/1", str(self.params.duration), *state.lines]
         runner.run(["sh", "-c", f"setsid {shlex.join(argv)} >/dev/null 2>&1 </dev/null &"])
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        c = state["container"]
+    def verify(self, state: LogBurstState) -> Verification:
+        c = state.container
         logs = self.ctx.kube.kubectl("logs", "-n", c["namespace"], c["pod"], "-c", c["container"], "--tail=200",
                                      check=False).stdout
-        seen = sum(1 for line in state["lines"] if line in logs)
+        seen = sum(1 for line in state.lines if line in logs)
         return Verification(seen > 0, f"warning lines in {c['pod']}'s log: {seen}")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        runner = node_runner(self.ctx, state["container"]["node"])
-        for pid, start in pids_with_cmdline(runner, state["token"]):
+    def recover(self, state: LogBurstState) -> None:
+        runner = node_runner(self.ctx, state.container["node"])
+        for pid, start in pids_with_cmdline(runner, state.token):
             kill_spawned(runner, pid, start)

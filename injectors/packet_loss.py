@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Mechanism, PodNetworkFault, Verification, chain_script, injector, unchain_script
+from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, chain_script, injector,
+                              unchain_script)
 
 IPTABLES_RANDOM = Mechanism("iptables-statistic", "drop a random fraction of packets in the pod's netns",
                             ("iptables_statistic", "nsenter"))
@@ -39,16 +40,16 @@ class PacketLoss(PodNetworkFault[PacketLossParams]):
             return [f"{match} -j DROP"]
         return [f"-d {p.peer_cidr} {match} -j DROP", f"-s {p.peer_cidr} {match} -j DROP"]
 
-    def plan(self) -> dict[str, Any]:
-        return {**self.plan_target(), "hooks": hooks(self.params.direction), "rules": self._rules()}
+    def plan(self) -> NetnsState:
+        return self.plan_target(hooks=hooks(self.params.direction), rules=self._rules())
 
-    def inject(self, state: dict[str, Any]) -> None:
-        self.in_netns(state, chain_script(state["chain"], state["hooks"], state["rules"]))
+    def inject(self, state: NetnsState) -> None:
+        self.in_netns(state, chain_script(state.chain, state.hooks, state.rules))
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: NetnsState) -> Verification:
         if self.chain_counters(state) == 0 and self.params.probe_host:
             self.probe_traffic(state, self.params.probe_host, self.params.probe_port, tries=10)
         return self.counted(state, "dropped")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        self.in_netns(state, unchain_script(state["chain"], state["hooks"]), check=False)
+    def recover(self, state: NetnsState) -> None:
+        self.in_netns(state, unchain_script(state.chain, state.hooks), check=False)

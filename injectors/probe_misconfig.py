@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, WorkloadEdit, injector, ready, restarts, running_with
+from sregym.injectors import Verification, WorkloadEdit, WorkloadEditState, injector, ready, restarts, running_with
 
 
 class ProbeParams(BaseModel):
@@ -27,14 +27,14 @@ class ProbeMisconfig(WorkloadEdit[ProbeParams]):
             else {"tcpSocket": {"port": self.params.port}}
         return {**check, "periodSeconds": 3, "timeoutSeconds": 1, "failureThreshold": 2}
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         return self.container_state(f"{self.params.probe}Probe", lambda before: self._probe())
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: WorkloadEditState) -> Verification:
         field = f"{self.params.probe}Probe"
-        want = state["edits"][0]["after"]
+        want = state.edits[0]["after"]
         # the API server fills in defaults (successThreshold ...): ours is the probe if it has our fields
-        names = set(running_with(self.live_pods(state), state["container"],
+        names = set(running_with(self.live_pods(state), state.container,
                                  lambda c: want.items() <= (c.get(field) or {}).items()))
         pods = [p for p in self.live_pods(state) if p["metadata"]["name"] in names]
         if self.params.probe == "readiness":

@@ -7,8 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (UserInputError, Verification, WorkloadEdit, apply_edits, create_object, delete_object,
-                              edit, get_object, injector, unschedulable)
+from sregym.injectors import (UserInputError, Verification, WorkloadEdit, WorkloadEditState, apply_edits, create_object,
+                              delete_object, edit, get_object, injector, unschedulable)
 
 
 class PvcParams(BaseModel):
@@ -18,14 +18,19 @@ class PvcParams(BaseModel):
     storage_class: str = Field("fast-ssd", description="unbound: a storage class no provisioner serves")
 
 
+class PvcState(WorkloadEditState):
+    claim: dict[str, Any] | None = Field(None, description="the claim the fault creates (unbound), if any")
+
+
 @injector("pvc_problem")
 class PvcProblem(WorkloadEdit[PvcParams]):
     """Point a Deployment's volume at a claim that never binds (or does not exist): new pods stay Pending."""
 
     Params = PvcParams
+    State = PvcState
     targets = ("Deployment",)
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> PvcState:
         kind, ns, obj, i = self.locate()
         volumes = obj["spec"]["template"]["spec"].get("volumes") or []
         idx = next((k for k, v in enumerate(volumes) if v.get("persistentVolumeClaim")
@@ -36,12 +41,12 @@ class PvcProblem(WorkloadEdit[PvcParams]):
         old = volumes[idx]["persistentVolumeClaim"]["claimName"]
         new = f"{old}-v2"
         path = ["spec", "template", "spec", "volumes", idx, "persistentVolumeClaim", "claimName"]
-        state = {"edits": [edit(kind, ns, obj["metadata"]["name"], path, old, new)],
-                 "workload": [kind, ns, obj["metadata"]["name"]],
-                 "container": obj["spec"]["template"]["spec"]["containers"][i]["name"], "claim": None}
+        state = PvcState(edits=[edit(kind, ns, obj["metadata"]["name"], path, old, new)],
+                         workload=[kind, ns, obj["metadata"]["name"]],
+                         container=obj["spec"]["template"]["spec"]["containers"][i]["name"], claim=None)
         if self.params.how == "unbound":
             source = get_object(self.ctx.kube, "PersistentVolumeClaim", old, ns) or {"spec": {}}
-            state["claim"] = {
+            state.claim = {
                 "apiVersion": "v1", "kind": "PersistentVolumeClaim",
                 "metadata": {"name": new, "namespace": ns,
                              "labels": dict(self.ctx.labels)},
@@ -50,17 +55,17 @@ class PvcProblem(WorkloadEdit[PvcParams]):
                          "resources": source["spec"].get("resources") or {"requests": {"storage": "1Gi"}}}}
         return state
 
-    def inject(self, state: dict[str, Any]) -> None:
-        if state["claim"]:
-            create_object(self.ctx.kube, state["claim"])
-        apply_edits(self.ctx.kube, state["edits"])
+    def inject(self, state: PvcState) -> None:
+        if state.claim:
+            create_object(self.ctx.kube, state.claim)
+        apply_edits(self.ctx.kube, state.edits)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: PvcState) -> Verification:
         stuck = unschedulable(self.live_pods(state))
         return Verification(bool(stuck), f"pods waiting for a usable claim: {', '.join(stuck) or 'none'}")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        apply_edits(self.ctx.kube, state["edits"], undo=True)
-        if state["claim"]:
-            m = state["claim"]["metadata"]
+    def recover(self, state: PvcState) -> None:
+        apply_edits(self.ctx.kube, state.edits, undo=True)
+        if state.claim:
+            m = state.claim["metadata"]
             delete_object(self.ctx.kube, "PersistentVolumeClaim", m["name"], m["namespace"])

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from kubernetes import client
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import UserInputError, Verification, WorkloadEdit, edit, injector, list_objects, require_object
+from sregym.injectors import (UserInputError, Verification, WorkloadEdit, WorkloadEditState, edit, injector,
+                              list_objects, require_object)
 
 
 class RbacParams(BaseModel):
@@ -32,13 +31,18 @@ def revoke(rules: list[dict], verb: str, resource: str, group: str) -> list[dict
     return out
 
 
+class RbacState(WorkloadEditState):
+    service_account: str = Field("", description="the service account whose permission is revoked")
+
+
 @injector("rbac_revoke")
 class RbacRevoke(WorkloadEdit[RbacParams]):
     """Take one permission away from the Roles bound to the workload's ServiceAccount."""
 
     Params = RbacParams
+    State = RbacState
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> RbacState:
         kind, ns, obj, _ = self.locate()
         sa = obj["spec"]["template"]["spec"].get("serviceAccountName") or "default"
         edits = []
@@ -54,15 +58,15 @@ class RbacRevoke(WorkloadEdit[RbacParams]):
         if not edits:
             raise UserInputError(f"target: no Role bound to ServiceAccount {ns}/{sa} grants {self.params.verb} "
                                  f"on {self.params.resource}", hint="grant through a namespaced Role first")
-        return {"edits": edits, "workload": [kind, ns, obj["metadata"]["name"]], "service_account": sa}
+        return RbacState(edits=edits, workload=[kind, ns, obj["metadata"]["name"]], service_account=sa)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        ns = state["workload"][1]
+    def verify(self, state: RbacState) -> Verification:
+        ns = state.workload[1]
         review = client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
-            user=f"system:serviceaccount:{ns}:{state['service_account']}",
+            user=f"system:serviceaccount:{ns}:{state.service_account}",
             groups=["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"],
             resource_attributes=client.V1ResourceAttributes(
                 namespace=ns, verb=self.params.verb, resource=self.params.resource, group=self.params.api_group)))
         allowed = self.ctx.kube.authz.create_subject_access_review(review).status.allowed
         return Verification(not allowed, f"the API server {'allows' if allowed else 'denies'} "
-                            f"{self.params.verb} {self.params.resource} to {state['service_account']}")
+                            f"{self.params.verb} {self.params.resource} to {state.service_account}")

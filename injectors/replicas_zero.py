@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from sregym.injectors import NoParams, Verification, WorkloadEdit, injector
+from sregym.injectors import NoParams, Verification, WorkloadEdit, WorkloadEditState, injector
 
 
 @injector("replicas_zero")
@@ -13,9 +11,9 @@ class ReplicasZero(WorkloadEdit[NoParams]):
 
     targets = ("Deployment", "StatefulSet")
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         return self.workload_state(["spec", "replicas"], lambda before: 0)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: WorkloadEditState) -> Verification:
         alive = [p["metadata"]["name"] for p in self.live_pods(state)]
         return Verification(not alive, f"pods left: {', '.join(alive) or 'none'}")

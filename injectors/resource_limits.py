@@ -6,7 +6,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import ABSENT, Verification, WorkloadEdit, injector, running_with, terminated_reasons
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, injector, running_with,
+                              terminated_reasons)
 
 CPU_STAT_FILES = "cat /sys/fs/cgroup/cpu.stat 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.stat"
 
@@ -37,7 +38,7 @@ class ResourceLimits(WorkloadEdit[ResourceLimitsParams]):
 
     Params = ResourceLimitsParams
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> WorkloadEditState:
         def after(before: Any) -> dict:
             res = {k: dict(v) for k, v in (before if before != ABSENT else {}).items() if v}
             for key, value in (("memory", self.params.memory), ("cpu", self.params.cpu)):
@@ -48,10 +49,10 @@ class ResourceLimits(WorkloadEdit[ResourceLimitsParams]):
 
         return self.container_state("resources", after)
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        limits = state["edits"][0]["after"]["limits"]
+    def verify(self, state: WorkloadEditState) -> Verification:
+        limits = state.edits[0]["after"]["limits"]
         pods = self.live_pods(state)
-        mine = [p for p in pods if running_with([p], state["container"],
+        mine = [p for p in pods if running_with([p], state.container,
                                                  lambda c: limits.items() <= ((c.get("resources") or {}).get("limits") or {}).items())]
         if not mine:
             return Verification(False, "no pod runs with the new limits yet")
@@ -61,7 +62,7 @@ class ResourceLimits(WorkloadEdit[ResourceLimitsParams]):
             notes.append("OOMKilled seen" if oom else "no OOM kill yet")
             ok = ok and oom
         if self.params.cpu:
-            throttled = max(self._throttled(p, state["container"]) for p in mine)
+            throttled = max(self._throttled(p, state.container) for p in mine)
             notes.append(f"nr_throttled={throttled}")
             ok = ok and throttled > 0
         return Verification(ok, "; ".join(notes))

@@ -6,7 +6,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import Verification, WorkloadEdit, create_object, delete_object, injector, list_objects
+from sregym.injectors import (Verification, WorkloadEdit, WorkloadEditState, create_object, delete_object, injector,
+                              list_objects)
 
 
 class QuotaParams(BaseModel):
@@ -16,6 +17,11 @@ class QuotaParams(BaseModel):
     max_memory: str = Field("8Mi", description="limit_range: the per-container memory maximum")
 
 
+class QuotaState(WorkloadEditState):
+    manifest: dict[str, Any] = Field(default_factory=dict, description="the ResourceQuota or LimitRange created")
+    pods: list[str] = Field(default_factory=list, description="the target's pods deleted (to be refused)")
+
+
 @injector("resource_quota")
 class ResourceQuota(WorkloadEdit[QuotaParams]):
     """Add a ResourceQuota (pods capped at the count of the *other* pods) or a LimitRange (memory
@@ -23,10 +29,11 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
     cannot recreate them."""
 
     Params = QuotaParams
+    State = QuotaState
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> QuotaState:
         state = self.workload_state(["metadata", "generation"], lambda b: b)
-        ns = state["workload"][1]
+        ns = state.workload[1]
         mine = {p["metadata"]["name"] for p in self.live_pods(state)}
         others = [p for p in list_objects(self.ctx.kube, "Pod", ns)
                   if p["metadata"]["name"] not in mine and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
@@ -39,15 +46,15 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
         else:
             manifest = {"apiVersion": "v1", "kind": "LimitRange", "metadata": meta,
                         "spec": {"limits": [{"type": "Container", "max": {"memory": self.params.max_memory}}]}}
-        return {"edits": [], "manifest": manifest, "pods": sorted(mine), "workload": state["workload"]}
+        return QuotaState(edits=[], manifest=manifest, pods=sorted(mine), workload=state.workload)
 
-    def inject(self, state: dict[str, Any]) -> None:
-        create_object(self.ctx.kube, state["manifest"])
-        for pod in state["pods"]:
-            delete_object(self.ctx.kube, "Pod", pod, state["workload"][1])
+    def inject(self, state: QuotaState) -> None:
+        create_object(self.ctx.kube, state.manifest)
+        for pod in state.pods:
+            delete_object(self.ctx.kube, "Pod", pod, state.workload[1])
 
-    def verify(self, state: dict[str, Any]) -> Verification:
-        ns = state["workload"][1]
+    def verify(self, state: QuotaState) -> Verification:
+        ns = state.workload[1]
         refused = [e for e in list_objects(self.ctx.kube, "Event", ns)
                    if e.get("reason") == "FailedCreate" and ("quota" in (e.get("message") or "")
                                                             or "LimitRange" in (e.get("message") or "")
@@ -56,6 +63,6 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
         return Verification(bool(refused) and not alive,
                             f"pod creations refused: {len(refused)}; target pods alive: {len(alive)}")
 
-    def recover(self, state: dict[str, Any]) -> None:
-        m = state["manifest"]
+    def recover(self, state: QuotaState) -> None:
+        m = state.manifest
         delete_object(self.ctx.kube, m["kind"], m["metadata"]["name"], m["metadata"]["namespace"])

@@ -33,10 +33,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sregym.injectors import (HIDDEN_NAMESPACE, FaultError, Injector, Mechanism, MechanismUnavailable, NodeRunner,
-                              Selector, TargetContainer, UserInputError, Verification, apply_edits, container_index,
-                              container_processes, dig, edit, find_workload, get_object, injector, install_file,
-                              kill_spawned, list_objects, live_container_id, namespace_of, node_runner, pick_container,
-                              pids_with_cmdline, pods_of, poll, running_with, spawn)
+                              PlannedState, Selector, TargetContainer, UserInputError, Verification, apply_edits,
+                              container_index, container_processes, dig, edit, find_workload, get_object, injector,
+                              install_file, kill_spawned, list_objects, live_container_id, namespace_of, node_runner,
+                              pick_container, pids_with_cmdline, pods_of, poll, running_with, spawn)
 
 EBPF = Mechanism("ebpf-override", "bcc kprobes with bpf_override_return on the syscalls",
                  ("kprobes", "bpf_override_return", "bcc_compile", "python3"))
@@ -182,11 +182,27 @@ def kubelet_root(runner: NodeRunner) -> str:
     return "/var/lib/kubelet"
 
 
+class SyscallState(PlannedState):
+    """ptrace and eBPF: the traced container and a token naming our processes; seccomp: the
+    workload edit that applies a profile, the profile and the nodes it is installed on."""
+
+    container: dict[str, Any] | str | None = Field(
+        None, description="the target (``TargetContainer``); with seccomp, the container's name")
+    token: str = Field("", description="names the tracer's or loader's processes")
+    other_containers: list[str] = Field(default_factory=list, description="ids of the pod's other containers")
+    edits: list[dict[str, Any]] = Field(default_factory=list, description="seccomp: the securityContext edit")
+    profile: dict[str, Any] | None = Field(None, description="seccomp: the profile")
+    profile_path: str = Field("", description="seccomp: its path under the kubelet's seccomp folder")
+    nodes: list[str] = Field(default_factory=list, description="seccomp: nodes the profile is installed on")
+    workload: list[str] = Field(default_factory=list, description="seccomp: [kind, namespace, name]")
+
+
 @injector("syscall_failure")
 class SyscallFailure(Injector[SyscallFailureParams]):
     """Make chosen syscalls of the target's processes fail with an errno (eBPF, seccomp or ptrace)."""
 
     Params = SyscallFailureParams
+    State = SyscallState
     mechanisms = (EBPF, PTRACE, SECCOMP)  # hidden first: see the module docstring
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
@@ -201,7 +217,7 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         container starts free of them."""
         return self.mechanism.name != SECCOMP.name
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> SyscallState:
         p, m = self.params, self.mechanism.name
         if m == SECCOMP.name and (p.path or p.rate < 1):
             raise MechanismUnavailable("injector 'syscall_failure': seccomp cannot filter by path or fail a "
@@ -217,10 +233,10 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         others = sorted(s["containerID"].split("://", 1)[-1] for s in
                         (pod.get("status") or {}).get("containerStatuses") or []
                         if s["name"] != tc.container and s.get("containerID"))
-        return {"container": tc.as_state(), "token": token, "other_containers": others}
+        return SyscallState(container=tc.as_state(), token=token, other_containers=others)
 
     # -- seccomp: a profile on every node and the container restarted with it ------------------
-    def _plan_seccomp(self) -> dict[str, Any]:
+    def _plan_seccomp(self) -> SyscallState:
         ns = namespace_of(self.ctx, self.target)
         if self.target.kind == "Pod":
             raise UserInputError("target.kind: the seccomp mechanism restarts a workload's pods; "
@@ -234,59 +250,59 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         after = {**(before if isinstance(before, dict) and "$absent" not in before else {}),
                  "seccompProfile": {"type": "Localhost", "localhostProfile": rel}}
         nodes = sorted(n["metadata"]["name"] for n in list_objects(self.ctx.kube, "Node", None))
-        return {"edits": [edit(kind, ns, obj["metadata"]["name"], path, before, after)], "profile": profile,
-                "profile_path": rel, "nodes": nodes, "workload": [kind, ns, obj["metadata"]["name"]],
-                "container": obj["spec"]["template"]["spec"]["containers"][i]["name"]}
+        return SyscallState(edits=[edit(kind, ns, obj["metadata"]["name"], path, before, after)], profile=profile,
+                            profile_path=rel, nodes=nodes, workload=[kind, ns, obj["metadata"]["name"]],
+                            container=obj["spec"]["template"]["spec"]["containers"][i]["name"])
 
     def _profile_file(self, runner: NodeRunner, rel: str) -> str:
         return f"{kubelet_root(runner)}/seccomp/{rel}"
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def inject(self, state: dict[str, Any]) -> None:
+    def inject(self, state: SyscallState) -> None:
         if self.mechanism.name == SECCOMP.name:
-            for node in state["nodes"]:
+            for node in state.nodes:
                 runner = node_runner(self.ctx, node)
-                install_file(runner, runner.host_path(self._profile_file(runner, state["profile_path"])),
-                             json.dumps(state["profile"]))
-            apply_edits(self.ctx.kube, state["edits"])
+                install_file(runner, runner.host_path(self._profile_file(runner, state.profile_path)),
+                             json.dumps(state.profile))
+            apply_edits(self.ctx.kube, state.edits)
             return
-        tc = TargetContainer.from_state(state["container"])
+        tc = TargetContainer.from_state(state.container)
         runner = node_runner(self.ctx, tc.node)
-        if pids_with_cmdline(runner, state["token"]):
+        if pids_with_cmdline(runner, state.token):
             return  # already attached
         cid = live_container_id(self.ctx, tc)
         if not cid:
             raise FaultError(f"pod {tc.pod} container {tc.container} no longer runs")
         pids = [p.pid for p in container_processes(runner, cid)]
         if self.mechanism.name == PTRACE.name:
-            script = f"{WORK_DIR}/{state['token']}.py"
+            script = f"{WORK_DIR}/{state.token}.py"
             install_file(runner, script, TRACER_SUPERVISOR)
-            spawn(runner, ["python3", script, tc.pod_uid, ",".join(state.get("other_containers", [])),
-                           json.dumps(strace_argv(self.params, [], state["token"]))],
-                  log=f"{WORK_DIR}/{state['token']}.log")
+            spawn(runner, ["python3", script, tc.pod_uid, ",".join(state.other_containers),
+                           json.dumps(strace_argv(self.params, [], state.token))],
+                  log=f"{WORK_DIR}/{state.token}.log")
             poll(lambda: self._traced(runner, state), 10, 0.2)
         else:
             # bpf_get_current_cgroup_id() is the id (inode) of the task's cgroup-v2 directory
             cgroup = runner.run(["sh", "-c", f"p=$(sed -n 's/^0:://p' /proc/{pids[0]}/cgroup); "
                                              "stat -c %i /sys/fs/cgroup/unified$p 2>/dev/null || "
                                              "stat -c %i /sys/fs/cgroup$p"]).stdout.strip()
-            loader = f"{WORK_DIR}/{state['token']}.py"
+            loader = f"{WORK_DIR}/{state.token}.py"
             install_file(runner, loader, bcc_loader(self.params, int(cgroup)))
-            spawn(runner, ["python3", loader], log=f"{WORK_DIR}/{state['token']}.log")
+            spawn(runner, ["python3", loader], log=f"{WORK_DIR}/{state.token}.log")
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: SyscallState) -> Verification:
         if self.mechanism.name == SECCOMP.name:
-            kind, ns, name = state["workload"]
+            kind, ns, name = state.workload
             pods = pods_of(self.ctx.kube, find_workload(self.ctx.kube, ns, Selector(kind=kind, name=name))[1])
-            want = state["edits"][0]["after"]["seccompProfile"]
-            hit = running_with(pods, state["container"],
+            want = state.edits[0]["after"]["seccompProfile"]
+            hit = running_with(pods, state.container,
                                lambda c: (c.get("securityContext") or {}).get("seccompProfile") == want)
             filtered = []
             for pod in [p for p in pods if p["metadata"]["name"] in hit]:
                 tc = TargetContainer(ns, pod["metadata"]["name"], pod["metadata"]["uid"], pod["spec"]["nodeName"],
-                                     state["container"], next((s.get("containerID") for s in
+                                     state.container, next((s.get("containerID") for s in
                                                                pod["status"].get("containerStatuses") or []
-                                                               if s["name"] == state["container"]), "") or "")
+                                                               if s["name"] == state.container), "") or "")
                 if tc.container_id:
                     runner = node_runner(self.ctx, tc.node)
                     procs = container_processes(runner, tc.container_id)
@@ -294,13 +310,13 @@ class SyscallFailure(Injector[SyscallFailureParams]):
                         if procs else ""
                     if status.split()[-1:] == ["2"]:
                         filtered.append(tc.pod)
-                    elif not procs and crashed_since_start(pod, state["container"]):
+                    elif not procs and crashed_since_start(pod, state.container):
                         # the failing calls kill it at startup (postgres cannot write its lock
                         # file): no process lives long enough to read, the crash loop is the effect
                         filtered.append(f"{tc.pod} (exits under it)")
             return Verification(bool(filtered), f"containers under the seccomp filter: {', '.join(filtered) or 'none'}")
-        runner = node_runner(self.ctx, state["container"]["node"])
-        attached = pids_with_cmdline(runner, state["token"])
+        runner = node_runner(self.ctx, state.container["node"])
+        attached = pids_with_cmdline(runner, state.token)
         if not attached:
             return Verification(False, "the tracer is not running")
         if self.mechanism.name == EBPF.name:
@@ -308,40 +324,40 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         traced = self._traced(runner, state)
         return Verification(bool(traced), f"processes under syscall tampering: {traced}")
 
-    def _traced(self, runner: NodeRunner, state: dict[str, Any]) -> list[int]:
+    def _traced(self, runner: NodeRunner, state: SyscallState) -> list[int]:
         """PIDs of the target container's live processes that one of this fault's tracers traces."""
-        tracers = {str(pid) for pid, _ in pids_with_cmdline(runner, state["token"])}
-        cid = live_container_id(self.ctx, TargetContainer.from_state(state["container"]))
+        tracers = {str(pid) for pid, _ in pids_with_cmdline(runner, state.token)}
+        cid = live_container_id(self.ctx, TargetContainer.from_state(state.container))
         procs = container_processes(runner, cid) if cid else []
         return [p.pid for p in procs
                 if set(runner.run(["grep", "^TracerPid:", f"/proc/{p.pid}/status"], check=False).stdout.split()[-1:])
                 & tracers]
 
-    def recover(self, state: dict[str, Any]) -> None:
+    def recover(self, state: SyscallState) -> None:
         if self.mechanism.name == SECCOMP.name:
-            apply_edits(self.ctx.kube, state["edits"], undo=True)
-            kind, ns, name = state["workload"]
+            apply_edits(self.ctx.kube, state.edits, undo=True)
+            kind, ns, name = state.workload
             if kind == "StatefulSet":
                 # a StatefulSet never replaces a pod that is not Ready with the restored spec
                 # (its rolling update waits on it), so a crash-looping pod keeps the profile
-                want = state["edits"][0]["after"]["seccompProfile"]
+                want = state.edits[0]["after"]["seccompProfile"]
                 pods = pods_of(self.ctx.kube, find_workload(self.ctx.kube, ns, Selector(kind=kind, name=name))[1])
-                for pod_name in running_with(pods, state["container"], lambda c: (c.get("securityContext") or {})
+                for pod_name in running_with(pods, state.container, lambda c: (c.get("securityContext") or {})
                                              .get("seccompProfile") == want):
                     try:
                         self.ctx.kube.core.delete_namespaced_pod(pod_name, ns)
                     except Exception as e:  # noqa: BLE001 - already gone is fine
                         if getattr(e, "status", None) != 404:
                             raise
-            for node in state["nodes"]:
+            for node in state.nodes:
                 runner = node_runner(self.ctx, node)
-                runner.run(["rm", "-f", runner.host_path(self._profile_file(runner, state["profile_path"]))],
+                runner.run(["rm", "-f", runner.host_path(self._profile_file(runner, state.profile_path))],
                            check=False)
             return
-        runner = node_runner(self.ctx, state["container"]["node"])
+        runner = node_runner(self.ctx, state.container["node"])
         # the supervisor first (else it would attach a new tracer), then any tracer it left
-        found = pids_with_cmdline(runner, state["token"])
-        script = f"{WORK_DIR}/{state['token']}.py"
+        found = pids_with_cmdline(runner, state.token)
+        script = f"{WORK_DIR}/{state.token}.py"
         for pid, start in sorted(found, key=lambda p: script not in self._cmdline(runner, p[0])):
             kill_spawned(runner, pid, start)  # strace detaches cleanly on SIGTERM
 

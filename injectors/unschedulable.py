@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (ABSENT, Verification, WorkloadEdit, delete_object, dig, edit, injector, require_object,
-                              unschedulable)
+from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, delete_object, dig, edit, injector,
+                              require_object, unschedulable)
 
 
 class UnschedulableParams(BaseModel):
@@ -17,6 +17,10 @@ class UnschedulableParams(BaseModel):
     value: str = Field("reserved", description="a value no node has (label) or the taint's value")
 
 
+class UnschedulableState(WorkloadEditState):
+    pods: list[str] = Field(default_factory=list, description="pods deleted so they are rescheduled (taint)")
+
+
 @injector("unschedulable")
 class Unschedulable(WorkloadEdit[UnschedulableParams]):
     """Make a workload's new pods unschedulable. node_selector/affinity change the pod template (a
@@ -24,8 +28,9 @@ class Unschedulable(WorkloadEdit[UnschedulableParams]):
     the pods, so replacements stay Pending (other new pods on those nodes are refused too)."""
 
     Params = UnschedulableParams
+    State = UnschedulableState
 
-    def plan(self) -> dict[str, Any]:
+    def plan(self) -> UnschedulableState:
         p = self.params
         if p.how == "node_selector":
             return self.workload_state(["spec", "template", "spec", "nodeSelector"],
@@ -45,14 +50,14 @@ class Unschedulable(WorkloadEdit[UnschedulableParams]):
             before = dig(obj, ["spec", "taints"])
             after = [t for t in (before if before != ABSENT else []) if t.get("key") != p.label] + [taint]
             edits.append(edit("Node", None, node, ["spec", "taints"], before, after))
-        state.update(edits=edits, pods=[x["metadata"]["name"] for x in pods])
-        return state
+        return UnschedulableState(edits=edits, workload=state.workload, container=state.container,
+                                  pods=[x["metadata"]["name"] for x in pods])
 
-    def inject(self, state: dict[str, Any]) -> None:
+    def inject(self, state: UnschedulableState) -> None:
         super().inject(state)
-        for pod in state.get("pods", []):
-            delete_object(self.ctx.kube, "Pod", pod, state["workload"][1])
+        for pod in state.pods:
+            delete_object(self.ctx.kube, "Pod", pod, state.workload[1])
 
-    def verify(self, state: dict[str, Any]) -> Verification:
+    def verify(self, state: UnschedulableState) -> Verification:
         stuck = unschedulable(self.live_pods(state))
         return Verification(bool(stuck), f"unschedulable pods: {', '.join(stuck) or 'none'}")

@@ -1,7 +1,7 @@
 """``slo``: the workload's client-side SLOs (success rate, p95 latency, ...) are back to the
 pre-injection baseline, within tolerances, at every sample of the window.
 
-The PromQL comes from the app descriptor (``ctx.app``, from the apps layer) unless the problem
+The PromQL comes from the app descriptor (``ctx.app``, handed over by the conductor) unless the problem
 gives ``slos`` itself; the baseline is what the conductor measured before injecting
 (``ctx.baseline``). No data counts as a failure: a workload that stopped sending traffic does not
 meet its SLO. A latency SLO is always checked with the success rate: it counts answered requests
@@ -14,11 +14,9 @@ from typing import Any
 
 from pydantic import Field
 
-from sregym.apps.observability import scrape_interval_seconds
-from sregym.apps.slo import MIN_RATE_WINDOW_SECONDS, query_value
-from sregym.oracles import (CheckResult, ClusterError, MitigationOracle, Slo, WindowParams, baseline_value,
-                            checked_slos, mitigation_oracle, parse_duration, render, sample_window, slos_from,
-                            window_of, window_result, within)
+from sregym.oracles import (MIN_RATE_WINDOW_SECONDS, CheckResult, ClusterError, MitigationOracle, Slo, WindowParams,
+                            baseline_value, checked_slos, mitigation_oracle, parse_duration, query_value, render,
+                            sample_window, scrape_interval_seconds, slos_from, window_of, window_result, within)
 
 
 # the default rate window: the shortest a success rate at the load generator's rate means something over

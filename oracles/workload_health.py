@@ -18,10 +18,9 @@ from typing import Any
 import yaml
 from pydantic import Field
 
-from sregym.apps.release import template
 from sregym.oracles import (CheckResult, MitigationOracle, Sample, WindowParams, container_probes, list_json,
-                            mitigation_oracle, pods_matching, sample_window, weakened, window_of, window_result,
-                            workload_probes)
+                            mitigation_oracle, pods_matching, sample_window, template, weakened, window_of,
+                            window_result, workload_probes)
 
 _BAD_WAITING = frozenset({"CrashLoopBackOff", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError",
                           "CreateContainerError", "RunContainerError", "InvalidImageName"})

@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from sregym.apps import lifecycle
-from sregym.apps.slo import MIN_RATE_WINDOW_SECONDS, measure_slos
+from sregym.apps.slo import measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
 from sregym.cluster.handle import ClusterHandle
+from sregym.core.promql import MIN_RATE_WINDOW_SECONDS
 
 
 @dataclass

@@ -21,7 +21,6 @@ import json
 import os
 import time
 import urllib.request
-from pathlib import Path
 from typing import Any
 
 import urllib3
@@ -32,11 +31,11 @@ from sregym.apps import release
 from sregym.cluster.agent_proxy import node_address_on_this_host
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
-from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError, UnknownNameError
+from sregym.core.promql import OBSERVABILITY_CHART
 
 RELEASE = "observability"
-CHART = Path(__file__).resolve().parents[2] / "charts" / "observability"
+CHART = OBSERVABILITY_CHART
 # values key of each image in the chart -> image name (folder under charts/observability/images/)
 IMAGES = {"prometheus": "prometheus", "nodeExporter": "node-exporter", "traceStore": "trace-store",
           "logQuery": "log-query"}
@@ -57,12 +56,6 @@ def node_ports() -> dict[str, int]:
     values = _chart_values()
     return {"prometheus": int(values["prometheus"]["nodePort"]), "traces": int(values["traces"]["queryNodePort"]),
             "logs": int(values["logs"]["nodePort"]), "otlp": int(values["traces"]["otlpNodePort"])}
-
-
-def scrape_interval_seconds() -> float:
-    """How often Prometheus scrapes the pods that ask for it (the load generators, whose counters
-    the SLOs read, and the apps), as the chart sets it: how far a metric lags the system."""
-    return parse_duration(str(_chart_values()["prometheus"]["podScrapeInterval"]))
 
 
 def conductor_is_the_node(cluster: ClusterHandle) -> bool:

@@ -15,7 +15,7 @@ import yaml
 from sregym.apps.spec import AppSpec
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
-from sregym.core.errors import ClusterError, UnknownNameError, UserInputError
+from sregym.core.errors import ClusterError, UnknownNameError
 
 HASH_VALUE = ("sregym", "chartHash")
 _NOT_CHART = {"images", "__pycache__", "sregym.yaml", ".helmignore"}
@@ -175,13 +175,3 @@ def uninstall(cluster: ClusterHandle, release: str, namespace: str) -> bool:
             return False
         raise ClusterError(f"helm could not uninstall {release} from {namespace}: {proc.stderr.strip()[-500:]}")
     return True
-
-
-def template(chart: Path, namespace: str, values: dict[str, Any], release: str = "render") -> str:
-    """Render the chart offline (``helm template``) with ``values``; the manifests as YAML."""
-    proc = subprocess.run([helm_path(), "template", release, str(chart), "-n", namespace, "-f", "-"],
-                          capture_output=True, text=True, input=json.dumps(values), timeout=120)
-    if proc.returncode != 0:
-        raise UserInputError(f"helm template {chart} failed: {proc.stderr.strip()[-800:]}",
-                             hint="check the value overrides against the chart's values.yaml")
-    return proc.stdout

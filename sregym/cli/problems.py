@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Annotated, Optional
@@ -163,7 +164,7 @@ def validate(
     With --static, only the file, registry and chart checks; with --report, the table of earlier --log
     files. Each result is printed as it finishes; the table at the end sums them up."""
     from sregym.conductor.checks import check_problem
-    from sregym.conductor.validate import valid_in_log
+    from sregym.conductor.validate_all import runs_to_validate
 
     if report:
         _report(report, into)
@@ -180,20 +181,11 @@ def validate(
         chosen = [load_problem_arg(problem, problems_dir)]
     else:
         chosen = catalog(problems_dir, plugins).select(tags=tag, difficulty=difficulty, app=app, split=split)
-    if resume and log is None:
-        raise UserInputError("--resume needs --log: the file of the interrupted run",
-                             hint="sregym validate --all --log validate.jsonl --resume")
     console = Console()
     for lp in chosen:
         check_problem(lp, noise=True)
-    runs = [(lp, seed) for lp in chosen for seed in range(seeds)]
-    if resume:
-        done = valid_in_log(log, noise)
-        skipped = [(lp, s) for lp, s in runs if (lp.id, s) in done]
-        runs = [(lp, s) for lp, s in runs if (lp.id, s) not in done]
-        chosen = [lp for lp in chosen if any(r[0] is lp for r in runs)]
-        if skipped:
-            console.print(f"--resume: {len(skipped)} problem(s) and seeds already valid in {log}, {len(runs)} to go")
+    runs = runs_to_validate(chosen, seeds, log=log, resume=resume, noise=noise, console=console)
+    chosen = [lp for lp in chosen if any(r[0] is lp for r in runs)]
     if static:
         from sregym.conductor.chart_checks import check_against_charts
 
@@ -202,8 +194,13 @@ def validate(
             console.print(f"[green]ok[/] {lp.id} [dim]{lp.path}[/]")
         console.print(f"{len(chosen)} problem(s) pass the static checks")
         return
-    failed = anyio.run(_validate_live, runs, kubeconfig, context, charts_dir, grade_window, verify_timeout, console,
-                       log, noise)
+    from sregym.apps import app_driver
+    from sregym.cluster.providers import current_cluster
+    from sregym.conductor.validate_all import validate_all
+
+    failed = anyio.run(functools.partial(
+        validate_all, runs, cluster=current_cluster(kubeconfig, context), driver=app_driver(charts_dir),
+        grade_window=grade_window, verify_timeout=verify_timeout, console=console, log=log, noise=noise))
     if failed:
         raise typer.Exit(5)
 
@@ -222,43 +219,6 @@ def _report(logs: list[Path], into: Path | None) -> None:
         return
     write_block(into, BLOCK, text, heading=HEADING)
     Console(stderr=True).print(f"wrote the generated block of {into}")
-
-
-async def _validate_live(runs: list[tuple[LoadedProblem, int]], kubeconfig: Path | None, context: str | None,
-                         charts_dir: list[Path], grade_window: float, verify_timeout: float, console: Console,
-                         log: Path | None, noise: bool) -> int:
-    import time
-
-    from sregym.cluster.providers import current_cluster
-    from sregym.apps import app_driver
-    from sregym.conductor.validate import validate_problem
-    from sregym.core.jsonlines import append_json_line
-    from sregym.report.docblock import checkout
-
-    cluster = current_cluster(kubeconfig, context)
-    driver = app_driver(charts_dir)
-    version = checkout()
-    table = Table("problem", "seed", "result", "seconds", "detail")
-    failed = 0
-    started = time.monotonic()
-    for i, (lp, seed) in enumerate(runs, 1):
-        t0 = time.monotonic()
-        res = await validate_problem(lp.problem, cluster=cluster, driver=driver, grade_window=grade_window,
-                                     verify_timeout=verify_timeout, console=Console(stderr=True), noise=noise,
-                                     seed=seed)
-        wall = time.monotonic() - t0
-        bad = next((s for s in res.steps if not s.ok), None)
-        failed += not res.ok
-        if log is not None:
-            append_json_line(log, res.record(wall) | {"checkout": version})
-        verdict = "[green]valid[/]" if res.ok else "[red]INVALID[/]"
-        console.print(f"[{i}/{len(runs)}] {lp.id} seed {seed}: {verdict} in {wall:.0f} s"
-                      + (f" ({bad.name})" if bad else ""), highlight=False)
-        table.add_row(lp.id, str(seed), verdict, f"{res.seconds:.1f}",
-                      f"{bad.name}: {bad.detail}" if bad else " -> ".join(f"{s.name} {s.seconds:.0f}s" for s in res.steps))
-    console.print(table)
-    console.print(f"{len(runs) - failed} of {len(runs)} valid in {(time.monotonic() - started) / 60:.1f} min")
-    return failed
 
 
 def register(app: typer.Typer) -> None:

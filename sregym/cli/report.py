@@ -87,15 +87,19 @@ def suite_run(
     settings: RunSettings,
 ) -> None:
     """Run every (problem, seed, noise) cell of a suite with one agent; resumable after a kill."""
-    from sregym.cli.options import catalog
+    from sregym.cli.options import catalog, load_plugins
     from sregym.cluster.providers import current_cluster
     from sregym.conductor.checks import check_problem
     from sregym.conductor.node_leases import NodeLeases
     from sregym.conductor.suite import SuiteRunner
 
-    if "agent" not in settings.model_fields_set:
-        raise UserInputError("which agent? pass --agent NAME (or set agent: in the --settings file)")
     cat = catalog(problems_dir, settings.plugins)
+    given_plugins = settings.plugins
+    settings = settings.over(cat.suite(suite).suite.settings)
+    load_plugins([p for p in settings.plugins if p not in given_plugins])  # the suite file's own
+    if "agent" not in settings.model_fields_set:
+        raise UserInputError("which agent? pass --agent NAME (or set agent: in the --settings file or the suite's "
+                             "settings:)")
     loaded = cat.suite_problems(suite)
     noise_settings = {"on": [True], "off": [False], "both": [True, False]}[noise.value]
     for lp in loaded:

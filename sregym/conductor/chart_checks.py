@@ -20,9 +20,10 @@ import yaml
 
 from sregym.apps import load_app
 from sregym.apps.spec import charts_root
-from sregym.apps.release import image_values, template
+from sregym.apps.release import image_values
+from sregym.cluster.charts import template
 from sregym.core.loader import LoadedProblem
-from sregym.oracles import MISSING, Condition, lookup, parse_path
+from sregym.oracles import MISSING, Condition, lookup, lookup_steps, parse_path
 
 WORKLOAD_KINDS = ("deployment", "statefulset", "daemonset")
 _KIND_ALIASES = {"deploy": "deployment", "deployments": "deployment", "sts": "statefulset",
@@ -107,25 +108,13 @@ def _field_holds(error: Any, loc: tuple, obj: dict[str, Any], path: str, expect:
     if expect.holds(MISSING)[0]:
         first_match = next((i for i, (kind, _) in enumerate(steps) if kind == "match"), len(steps) - 1)
         steps = steps[:first_match + 1]
-    if _lookup_steps(obj, steps) is MISSING:
+    if lookup_steps(obj, steps) is MISSING:
         raise error(loc, f"the field path {path!r} reads nothing in {obj['kind']} {obj['metadata']['name']!r} "
                          "of the chart", hint="check each step against the rendered object (helm template)")
     ok, why = expect.holds(lookup(obj, path))
     if not ok:
         raise error(loc, f"the test on {path!r} fails on the healthy chart ({why}): the oracle would never pass",
                     hint="the expectation must describe the working value the chart deploys")
-
-
-def _lookup_steps(obj: Any, steps: list[tuple[str, Any]]) -> Any:
-    path = ""
-    for kind, arg in steps:
-        if kind == "key":
-            path += f'["{arg}"]' if "." in arg else f".{arg}"
-        elif kind == "index":
-            path += f"[{arg}]"
-        else:
-            path += f"[{arg[0]}={arg[1]}]"
-    return lookup(obj, path.lstrip("."))
 
 
 def check_against_charts(problems: Sequence[LoadedProblem], charts_dirs: Sequence[Path] = ()) -> None:

@@ -265,7 +265,7 @@ class FaultPlane:
         intent, inj = self.plan_intent(key=new, kind="fault", injector=first.injector, params=first.params,
                                        target=Selector.model_validate(first.target), mechanism=first.mechanism,
                                        seed=first.seed, only_pods=fresh)
-        if not inj.carriers(intent.state) <= alive:
+        if not inj.carriers(inj.load_state(intent.state)) <= alive:
             kept.pending = f"{old}: gone; the new instance of its container is not running yet"
             return None
         self.journal.intent(intent)  # before the change, as for the first application

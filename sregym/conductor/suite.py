@@ -20,12 +20,12 @@ import inspect
 import platform
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.markup import escape
@@ -46,71 +46,127 @@ from sregym.conductor.agent import agent_class, agent_info
 from sregym.conductor.checks import NOISE_PREFIX
 from sregym.conductor.episode import INDEX_FILE, new_run_id, write_record
 from sregym.core.errors import PrerequisiteError, UnknownNameError, UserInputError
-from sregym.core.jsonlines import read_json_lines
+from sregym.core.jsonlines import append_json_line, read_json_lines
 from sregym.core.problem import Problem
 from sregym.core.record import RunRecord, Versions
 from sregym.core.settings import RunSettings
 # Statuses after which a cell is done; an aborted (interrupted) run always runs again.
 FINISHED = ("completed", "error")
 ANY_NODE = "node:*"
+T = TypeVar("T")
 
 CellKey = tuple[str, str, int, bool]  # agent, problem id, seed, noise
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Cell:
-    """One (problem, seed, noise) episode of one agent."""
+    """One (problem, seed, noise) episode of one agent, with the run settings it is played with."""
 
-    agent: str
     problem: str
-    seed: int
-    noise: bool
+    settings: RunSettings
+
+    @property
+    def agent(self) -> str:
+        return self.settings.agent
+
+    @property
+    def seed(self) -> int:
+        return self.settings.seed
+
+    @property
+    def noise(self) -> bool:
+        return self.settings.noise
 
     @property
     def key(self) -> CellKey:
         return (self.agent, self.problem, self.seed, self.noise)
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Cell) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
     @property
     def label(self) -> str:
         return f"{self.problem} seed {self.seed} {'noise' if self.noise else 'quiet'}"
 
-    def settings(self, suite_settings: RunSettings) -> RunSettings:
-        """The suite's settings with this cell's seed and noise."""
-        return suite_settings.model_copy(update={"seed": self.seed, "noise": self.noise})
 
-
-def suite_cells(problems: Iterable[str], agent: str, seeds: Iterable[int], noise: Iterable[bool]) -> list[Cell]:
-    """Every cell, problem by problem (so a partial suite covers whole problems first)."""
+def suite_cells(problems: Iterable[str], settings: RunSettings, seeds: Iterable[int],
+                noise: Iterable[bool]) -> list[Cell]:
+    """Every cell, problem by problem (so a partial suite covers whole problems first); each holds
+    the suite's ``settings`` with its own seed and noise."""
     seeds, noise = list(seeds), list(noise)
-    return [Cell(agent, p, s, n) for p in problems for s in seeds for n in noise]
+    return [Cell(p, settings.model_copy(update={"seed": s, "noise": n})) for p in problems for s in seeds
+            for n in noise]
 
 
 # -- the index: what has finished ------------------------------------------------------------------
 
-def read_index(out_dir: Path) -> list[dict[str, Any]]:
-    """Lines of ``index.jsonl`` (a line a kill cut short is skipped)."""
-    return read_json_lines(out_dir / INDEX_FILE, {"agent", "problem_id", "seed", "noise", "status"})
+Key = Hashable
+
+
+def latest_by_key(entries: Iterable[dict[str, Any]], key: Callable[[dict[str, Any]], Key],
+                  counts: Callable[[dict[str, Any]], bool] = lambda e: True) -> dict[Key, dict[str, Any]]:
+    """The last entry of each key among those that ``counts`` (a later line supersedes an earlier one)."""
+    return {key(e): e for e in entries if counts(e)}
+
+
+@dataclass(frozen=True)
+class ResumableIndex:
+    """An append-only JSON-lines file with one line per finished piece of work, which a resumed run
+    reads to skip what is done: the suite's ``index.jsonl`` and ``sregym validate --log``. A line
+    a kill cut short is skipped; the latest line of a key decides whether it is done."""
+
+    path: Path
+    required: frozenset[str]
+    key: Callable[[dict[str, Any]], Key]
+
+    def entries(self) -> list[dict[str, Any]]:
+        return read_json_lines(self.path, set(self.required))
+
+    def append(self, entry: dict[str, Any]) -> None:
+        append_json_line(self.path, entry)
+
+    def pending(self, items: Sequence[T], key: Callable[[T], Key], done: Callable[[dict[str, Any]], bool],
+                counts: Callable[[dict[str, Any]], bool] = lambda e: True) -> list[T]:
+        """The ``items`` whose key has no latest line (among those that ``counts``) that ``done`` accepts."""
+        latest = latest_by_key(self.entries(), self.key, counts)
+        return [i for i in items if not ((e := latest.get(key(i))) is not None and done(e))]
 
 
 def entry_key(entry: dict[str, Any]) -> CellKey:
     return (entry["agent"], entry["problem_id"], int(entry["seed"]), bool(entry["noise"]))
 
 
+def suite_index(out_dir: Path) -> ResumableIndex:
+    """The suite's ``index.jsonl`` in ``out_dir`` (its lines are written with each record)."""
+    return ResumableIndex(out_dir / INDEX_FILE, frozenset({"agent", "problem_id", "seed", "noise", "status"}),
+                          entry_key)
+
+
+def read_index(out_dir: Path) -> list[dict[str, Any]]:
+    """Lines of ``index.jsonl`` (a line a kill cut short is skipped)."""
+    return suite_index(out_dir).entries()
+
+
+def record_kept(out_dir: Path) -> Callable[[dict[str, Any]], bool]:
+    """Whether an index line counts: a line whose record file is gone does not."""
+    return lambda e: not e.get("record") or (out_dir / e["record"]).is_file()
+
+
 def cell_states(entries: Iterable[dict[str, Any]], out_dir: Path) -> dict[CellKey, str]:
     """The latest status of each cell in the index; a line whose record file is gone does not count."""
-    states: dict[CellKey, str] = {}
-    for e in entries:
-        record = e.get("record")
-        if record and not (out_dir / record).is_file():
-            continue
-        states[entry_key(e)] = e["status"]
-    return states
+    return {k: e["status"] for k, e in latest_by_key(entries, entry_key, record_kept(out_dir)).items()}
 
 
 def cells_to_run(cells: Sequence[Cell], states: dict[CellKey, str], *, retry_errors: bool = False) -> list[Cell]:
     """The cells a resumed suite still has to run (error cells too when ``retry_errors``)."""
-    done = ("completed",) if retry_errors else FINISHED
-    return [c for c in cells if states.get(c.key) not in done]
+    return [c for c in cells if states.get(c.key) not in finished_statuses(retry_errors)]
+
+
+def finished_statuses(retry_errors: bool) -> tuple[str, ...]:
+    return ("completed",) if retry_errors else FINISHED
 
 
 # -- conflicts between cells that would run side by side -------------------------------------------
@@ -260,7 +316,7 @@ def _default_run_fn() -> RunFn:
     return run_problem
 
 
-def _error_record(problem: Problem, cell: Cell, settings: RunSettings, suite: str, error: BaseException,
+def _error_record(problem: Problem, cell: Cell, suite: str, error: BaseException,
                   seconds: float) -> RunRecord:
     """The record of a cell whose run failed before the engine could write one."""
     now = datetime.now(timezone.utc)
@@ -268,7 +324,7 @@ def _error_record(problem: Problem, cell: Cell, settings: RunSettings, suite: st
         run_id=new_run_id(),
         problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite, app=problem.app.name,
         namespace=problem.app.namespace or "", agent=agent_info(cell.agent), seed=cell.seed, noise=cell.noise,
-        settings=cell.settings(settings),
+        settings=cell.settings,
         difficulty=problem.difficulty.value, tags=problem.tags.model_dump(mode="json"), ended_at=now,
         status="error", error=f"{type(error).__name__}: {error}", phases={"total": round(seconds, 3)},
         versions=Versions(sregym=sregym.__version__, python=platform.python_version()))
@@ -307,7 +363,7 @@ class SuiteRunner:
         self.problems = {p.id: p for p in problems}
         self.suite, self.out_dir, self.cluster = suite, Path(out_dir), cluster
         self.settings, self.agent = settings, settings.agent  # each cell plays these with its seed and noise
-        self.cells = suite_cells(self.problems, self.agent, seeds, noise)
+        self.cells = suite_cells(self.problems, settings, seeds, noise)
         self.run_fn = run_fn or _default_run_fn()
         self.parallel, self.retry_errors = parallel, retry_errors
         self.max_consecutive_errors = max_consecutive_errors
@@ -318,8 +374,9 @@ class SuiteRunner:
 
     def pending(self, *, resume: bool) -> list[Cell]:
         """Cells to run; without ``resume`` a results directory that has any of them is refused."""
-        states = cell_states(read_index(self.out_dir), self.out_dir)
-        todo = cells_to_run(self.cells, states, retry_errors=self.retry_errors)
+        done = finished_statuses(self.retry_errors)
+        todo = suite_index(self.out_dir).pending(self.cells, lambda c: c.key, lambda e: e["status"] in done,
+                                                 record_kept(self.out_dir))
         if not resume and len(todo) < len(self.cells):
             raise UserInputError(
                 f"{self.out_dir} already holds results of {len(self.cells) - len(todo)} of these "
@@ -328,7 +385,7 @@ class SuiteRunner:
 
     def _call(self, cell: Cell, namespace: str) -> RunRecord:
         problem = with_namespace(self.problems[cell.problem], namespace)
-        call = functools.partial(self.run_fn, problem, cell.settings(self.settings), out_dir=self.out_dir,
+        call = functools.partial(self.run_fn, problem, cell.settings, out_dir=self.out_dir,
                                  cluster=self.cluster, suite=self.suite)
         if inspect.iscoroutinefunction(self.run_fn):
             import anyio
@@ -345,7 +402,7 @@ class SuiteRunner:
         took = time.monotonic() - started
         if isinstance(outcome, BaseException):
             if self._indexed_runs(cell) == before:  # the engine wrote no record: write the error cell
-                write_record(_error_record(self.problems[cell.problem], cell, self.settings, self.suite, outcome, took),
+                write_record(_error_record(self.problems[cell.problem], cell, self.suite, outcome, took),
                              self.out_dir)
             summary.statuses["error"] += 1
             summary.errors.append(f"{cell.label}: {outcome}")

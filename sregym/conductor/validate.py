@@ -32,8 +32,8 @@ from rich.console import Console
 from sregym.cluster.handle import ClusterHandle
 from sregym.conductor.episode import AppDriver, Episode
 from sregym.conductor.grading import grade_mitigation, symptom_lag
+from sregym.conductor.suite import ResumableIndex, latest_by_key
 from sregym.conductor.timeline import FIRST_NOISE_WITHIN
-from sregym.core.jsonlines import read_json_lines
 from sregym.core.problem import Problem
 
 
@@ -70,11 +70,19 @@ class ProblemValidation:
                 "steps": [asdict(s) for s in self.steps]}
 
 
+def validation_log(path: Path) -> ResumableIndex:
+    """A ``--log`` file as a resumable index keyed by (problem, seed, noise); a line from before
+    seeds and noise were logged is seed 0, noise off."""
+    return ResumableIndex(path, frozenset({"problem", "ok"}),
+                          lambda e: (str(e["problem"]), int(e.get("seed", 0)), bool(e.get("noise", False))))
+
+
 def valid_in_log(path: Path, noise: bool) -> set[tuple[str, int]]:
-    """(problem, seed) pairs a ``--log`` file already records as valid with this noise setting
-    (what ``--resume`` skips); a line from before seeds and noise were logged is seed 0, noise off."""
-    return {(str(e["problem"]), int(e.get("seed", 0))) for e in read_json_lines(path, {"problem", "ok"})
-            if e["ok"] is True and bool(e.get("noise", False)) == noise}
+    """(problem, seed) pairs a ``--log`` file records as valid (in their latest line) with this
+    noise setting: what ``--resume`` skips."""
+    index = validation_log(path)
+    return {(p, s) for (p, s, n), e in latest_by_key(index.entries(), index.key).items()
+            if n == noise and e["ok"] is True}
 
 
 class _Failed(Exception):

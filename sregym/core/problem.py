@@ -14,6 +14,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from sregym.core.settings import RunSettings
+
 PROBLEM_SCHEMA_VERSION = 1
 ID_PATTERN = r"^[a-z][a-z0-9_]*$"
 
@@ -209,3 +211,14 @@ class Suite(Spec):
     query: dict[str, Any] | None = Field(
         None, description="select by fields instead: {tags: [...], difficulty: [...], app: [...], split: [...]}")
     seeds: int = Field(1, gt=0)
+    settings: RunSettings = Field(
+        default_factory=RunSettings,
+        description="how every cell is played (the run-settings schema of `sregym run --settings`); "
+                    "`suite run` options and its --settings file override it; seeds and noise are the cells'")
+
+    @field_validator("settings")
+    @classmethod
+    def _cells_choose_seed_and_noise(cls, v: RunSettings) -> RunSettings:
+        if {"seed", "noise"} & v.model_fields_set:
+            raise ValueError("seed and noise are chosen per cell: use the suite's seeds: and `suite run --noise`")
+        return v

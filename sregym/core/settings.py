@@ -36,3 +36,11 @@ class RunSettings(BaseModel):
     plugins: list[Path] = Field(default_factory=list, description="folders of Python modules imported first "
                                                                   "(your own injectors, oracles, agents)")
     charts_dirs: list[Path] = Field(default_factory=list, description="extra folders of app charts")
+
+    def over(self, base: RunSettings) -> RunSettings:
+        """These settings over ``base``: what these set wins, the rest comes from ``base`` (an agent's
+        options are merged, key by key)."""
+        mine, theirs = self.model_dump(exclude_unset=True), base.model_dump(exclude_unset=True)
+        if "agent_options" in mine and "agent_options" in theirs:
+            mine["agent_options"] = theirs["agent_options"] | mine["agent_options"]
+        return RunSettings.model_validate(theirs | mine)

@@ -34,9 +34,10 @@ from sregym.injectors._api import (
     injector,
     run_labels,
 )
-from sregym.injectors._edits import ObjectEdit, WorkloadEdit
+from sregym.injectors._edits import EditState, ObjectEdit, WorkloadEdit, WorkloadEditState
 from sregym.injectors._netns import (
     DEFAULT_DEV,
+    NetnsState,
     PodNetworkFault,
     chain_name,
     chain_script,
@@ -87,7 +88,8 @@ __all__ = [
     "FaultError", "MechanismUnavailable", "UserInputError", "Selector",
     "HIDDEN_NAMESPACE", "OWNER_LABEL", "OWNER_VALUE",
     # editing Kubernetes objects (recorded before/after, restored by recover)
-    "ObjectEdit", "WorkloadEdit", "ABSENT", "RESTART_ANNOTATION", "apply_edits", "container_index", "create_object",
+    "ObjectEdit", "WorkloadEdit", "EditState", "WorkloadEditState", "ABSENT", "RESTART_ANNOTATION", "apply_edits",
+    "container_index", "create_object",
     "delete_object", "dig", "edit", "find_workload", "get_object", "list_objects", "namespace_of", "pods_of", "poll",
     "require_object", "resource", "restart_edits", "restart_path",
     # observing pods
@@ -97,8 +99,8 @@ __all__ = [
     "NodeRunner", "container_processes", "install_file", "kill_spawned", "pids_with_cmdline", "process_starttime",
     "spawn", "WORK_DIR", "cgroup_files", "cpu_ticks", "start_in_cgroups", "stress_argv",
     # a pod's network namespace
-    "DEFAULT_DEV", "PodNetworkFault", "chain_name", "chain_script", "clear_root_script", "root_qdisc_script",
-    "tbf_script", "unchain_script",
+    "DEFAULT_DEV", "PodNetworkFault", "NetnsState", "chain_name", "chain_script", "clear_root_script",
+    "root_qdisc_script", "tbf_script", "unchain_script",
     # noise
     "NoiseParams", "candidates", "choose", "running", "token",
     # node-side programs and what each node supports

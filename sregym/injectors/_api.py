@@ -12,7 +12,7 @@ failing disk does. Such a primitive says so (``pod_scoped = True``, or ``dies_wi
 depends on the mechanism); while the fault is active the fault plane watches the target's pods and
 plans and injects the same primitive on each new pod that replaces one carrying it (a journaled
 intent ``<fault>#2``, ``#3``...), as Chaos Mesh does for its selectors. ``carrier_pods(state)``
-names the pods a planned state acts on (by default ``state["container"]["pod_uid"]``); a re-plan
+names the pods a planned state acts on (by default the ``pod_uid`` of its ``container``); a re-plan
 is asked to choose among new pods only (``FaultContext.only_pods``, honoured by ``running_pods``).
 
 Planned state is plain JSON in the journal. A primitive may declare its shape as a pydantic model
@@ -133,7 +133,9 @@ class FaultContext:
 
 class PlannedState(BaseModel):
     """Base of a primitive's typed planned state (``Injector.State``). Keys an older version of the
-    primitive journaled are kept, so what was planned is what is recovered."""
+    primitive journaled are kept, so what was planned is what is recovered. Give every field a
+    default: an entry journaled before a field existed still loads, and only what a state set is
+    journaled back."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -164,7 +166,8 @@ class Injector(abc.ABC, Generic[P]):
     def parse_params(cls, raw: dict[str, Any], *, where: str = "params") -> BaseModel:
         """Validate raw parameters; errors name the field and what was expected."""
         return validate_params(cls.Params, raw, where=where, owner=f"injector {cls.name!r}",
-                               hint=f"see `sregym show-injector {cls.name}` for its parameters")
+                               hint=f"its parameters are the fields of {cls.__name__}.Params in {cls.__module__} "
+                                    "(the built-ins' are listed in docs/injectors.md)")
 
     # -- planned state -------------------------------------------------------------------------
     @classmethod
@@ -175,7 +178,8 @@ class Injector(abc.ABC, Generic[P]):
     @staticmethod
     def dump_state(state: Any) -> dict[str, Any]:
         """The journaled (JSON) form of a planned state."""
-        return state.model_dump(mode="json") if isinstance(state, BaseModel) else dict(state)
+        # only what was set: a state loaded from an older journal entry is written back as it was
+        return state.model_dump(mode="json", exclude_unset=True) if isinstance(state, BaseModel) else dict(state)
 
     @classmethod
     def check_target(cls, target: Selector, *, where: str = "target") -> None:

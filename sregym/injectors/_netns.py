@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import shlex
-from typing import Any
+from typing import Any, ClassVar
+
+from pydantic import Field
 
 from sregym.cluster.nodeagent import NodeRunner, process_starttime
 from sregym.core.errors import FaultError
-from sregym.injectors._api import Injector, P, Verification
+from sregym.injectors._api import Injector, P, PlannedState, Verification
 from sregym.injectors._node import TargetContainer, node_runner, pick_container, target_pid
 
 
@@ -71,39 +73,54 @@ def pid_in_netns(runner: NodeRunner, netns: str) -> int | None:
     return int(out) if proc.returncode == 0 and out.isdigit() else None
 
 
+class NetnsState(PlannedState):
+    """The planned state of a :class:`PodNetworkFault`: the target container, a process in its pod's
+    network namespace, our chain and the rules it holds."""
+
+    container: dict[str, Any] = Field(default_factory=dict, description="the target (``TargetContainer``)")
+    pid: int | None = Field(None, description="a process in the pod's network namespace, on its node")
+    pid_start: str | None = Field(None, description="that process's start time (a reused pid is not it)")
+    netns: str | None = Field(None, description="the network namespace's id, to find another process in it")
+    chain: str = Field("", description="our iptables chain")
+    hooks: list[str] = Field(default_factory=list, description="built-in chains that jump to ours")
+    rules: list[str] = Field(default_factory=list, description="iptables rules of our chain")
+
+
 class PodNetworkFault(Injector[P]):
     """Plans the target container (seeded) and runs commands in its pod's network namespace."""
 
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
     pod_scoped = True  # its network namespace goes with the pod's sandbox
+    State: ClassVar[type[NetnsState]] = NetnsState
 
-    def plan_target(self) -> dict[str, Any]:
+    def plan_target(self, **more: Any) -> Any:
+        """The planned target as ``State``, with ``more`` of its fields."""
         tc = pick_container(self.ctx, self.target)
         runner, pid = target_pid(self.ctx, tc)
-        return {"container": tc.as_state(), "pid": pid, "pid_start": process_starttime(runner, pid),
-                "netns": netns_id(runner, pid), "chain": chain_name(f"{tc.pod_uid}:{self.name}")}
+        return self.State(container=tc.as_state(), pid=pid, pid_start=process_starttime(runner, pid),
+                          netns=netns_id(runner, pid), chain=chain_name(f"{tc.pod_uid}:{self.name}"), **more)
 
-    def in_netns(self, state: dict[str, Any], script: str, check: bool = True) -> str | None:
+    def in_netns(self, state: NetnsState, script: str, check: bool = True) -> str | None:
         """Run ``script`` (sh) in the pod's network namespace; None if no process is left in it."""
         runner = self.runner(state)
-        pid: int | None = state["pid"]
-        if process_starttime(runner, state["pid"]) != state["pid_start"]:
+        pid: int | None = state.pid
+        if process_starttime(runner, state.pid) != state.pid_start:
             # the planned process is gone; the namespace lives as long as the pod's sandbox
-            pid = pid_in_netns(runner, state["netns"]) if state.get("netns") else None
+            pid = pid_in_netns(runner, state.netns) if state.netns else None
             if pid is None:
                 if check:
-                    raise FaultError(f"pod {state['container']['pod']} restarted since the plan")
+                    raise FaultError(f"pod {state.container['pod']} restarted since the plan")
                 return None
         proc = runner.run(["nsenter", "-t", str(pid), "-n", "--", "sh", "-c", script], check=check)
         return proc.stdout
 
-    def runner(self, state: dict[str, Any]) -> NodeRunner:
-        return node_runner(self.ctx, TargetContainer.from_state(state["container"]).node)
+    def runner(self, state: NetnsState) -> NodeRunner:
+        return node_runner(self.ctx, TargetContainer.from_state(state.container).node)
 
-    def chain_counters(self, state: dict[str, Any]) -> int:
+    def chain_counters(self, state: NetnsState) -> int:
         """Packets matched by the rules of our chain (what verify observes)."""
-        out = self.in_netns(state, f"iptables -w -L {state['chain']} -v -n -x", check=False) or ""
+        out = self.in_netns(state, f"iptables -w -L {state.chain} -v -n -x", check=False) or ""
         total = 0
         for line in out.splitlines()[2:]:
             parts = line.split()
@@ -111,12 +128,12 @@ class PodNetworkFault(Injector[P]):
                 total += int(parts[0])
         return total
 
-    def probe_traffic(self, state: dict[str, Any], host: str, port: int, tries: int = 5) -> None:
+    def probe_traffic(self, state: NetnsState, host: str, port: int, tries: int = 5) -> None:
         """Send a few TCP connects from inside the pod's netns so the rules see packets."""
         py = ("import socket,sys\nfor _ in range(int(sys.argv[3])):\n s=socket.socket();s.settimeout(1)\n"
               " try: s.connect((sys.argv[1],int(sys.argv[2])))\n except OSError: pass\n s.close()")
         self.in_netns(state, f"python3 -c {shlex.quote(py)} {shlex.quote(host)} {port} {tries}", check=False)
 
-    def counted(self, state: dict[str, Any], detail: str) -> Verification:
+    def counted(self, state: NetnsState, detail: str) -> Verification:
         n = self.chain_counters(state)
         return Verification(n > 0, f"{detail}: {n} packets matched in the pod's network namespace")

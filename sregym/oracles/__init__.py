@@ -7,18 +7,21 @@ A mitigation oracle subclasses :class:`MitigationOracle` and registers with
 registers with ``@diagnosis_oracle("name")``. See docs/grading.md.
 """
 
+from sregym.cluster.charts import template
+from sregym.cluster.prometheus import query_value
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError, UserInputError
 from sregym.core.params import NoParams
 from sregym.core.problem import GroundTruth
+from sregym.core.promql import MIN_RATE_WINDOW_SECONDS, scrape_interval_seconds
 from sregym.core.record import CheckResult, DiagnosisGrade
 from sregym.core.trajectory import Submission
 from sregym.oracles._actions import evidence_coverage, wrong_remediations
 from sregym.oracles._api import MITIGATION_ORACLES, MitigationContext, MitigationOracle, mitigation_oracle
 from sregym.oracles._checklist import load_checklist
 from sregym.oracles._diagnosis import DIAGNOSIS_ORACLES, DiagnosisOracle, diagnosis_oracle, grade_diagnosis
-from sregym.oracles._fields import MISSING, Condition, lookup, parse_path
+from sregym.oracles._fields import MISSING, Condition, lookup, lookup_steps, parse_path
 from sregym.oracles._judge import JudgeConfig, run_checklist_judge
 from sregym.oracles._live import exec_in_pod, get_json, list_json, pods_matching, running_pod, workload_labels
 from sregym.oracles._names import same_component
@@ -39,9 +42,11 @@ __all__ = [
     # probing the live system over a window
     "Sample", "WindowParams", "lost", "sample_window", "window_of", "window_result",
     "exec_in_pod", "get_json", "list_json", "pods_matching", "running_pod", "workload_labels",
-    "MISSING", "Condition", "lookup", "parse_path", "Endpoint", "denying_policies",
+    "MISSING", "Condition", "lookup", "lookup_steps", "parse_path", "Endpoint", "denying_policies",
     "container_probes", "weakened", "workload_probes",
     "Slo", "baseline_value", "checked_slos", "render", "slos_from", "within",
+    # metrics and charts: an instant PromQL query, the metrics' timing, a chart rendered offline
+    "query_value", "MIN_RATE_WINDOW_SECONDS", "scrape_interval_seconds", "template",
     # judging a diagnosis, scoring a run
     "JudgeConfig", "load_checklist", "run_checklist_judge", "same_component",
     "complete_grades", "compute_reward", "evidence_coverage", "load_reward_weights", "wrong_remediations",

@@ -8,6 +8,7 @@ Paths are dotted, with list selectors, e.g.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -50,8 +51,13 @@ def parse_path(path: str) -> list[tuple[str, Any]]:
 
 def lookup(obj: Any, path: str) -> Any:
     """The value at ``path`` in a decoded object, or ``MISSING``."""
+    return lookup_steps(obj, parse_path(path))
+
+
+def lookup_steps(obj: Any, steps: Sequence[tuple[str, Any]]) -> Any:
+    """The value at already parsed ``steps`` (see ``parse_path``) in a decoded object, or ``MISSING``."""
     cur = obj
-    for kind, arg in parse_path(path):
+    for kind, arg in steps:
         if kind == "key":
             cur = cur.get(arg, MISSING) if isinstance(cur, dict) else MISSING
         elif kind == "index":

@@ -30,7 +30,7 @@ from sregym.agentplane.plane import AgentPlane
 from sregym.agentplane.sandbox import Sandbox
 from sregym.apps import observability
 from sregym.apps.namespace import ensure_app_namespace
-from sregym.apps.slo import query_value
+from sregym.cluster.prometheus import query_value
 from sregym.cluster.agent_proxy import PrometheusView, proxy_listen_host
 from sregym.cluster.images import image_ref
 from sregym.cluster.kube import Kube

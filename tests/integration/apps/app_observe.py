@@ -7,7 +7,7 @@ import time
 import httpx
 import pytest
 
-from sregym.apps.slo import query_value
+from sregym.cluster.prometheus import query_value
 from polling import eventually as _eventually
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sregym.apps import load_app
-from sregym.apps.release import template
+from sregym.cluster.charts import template
 
 pytestmark = pytest.mark.cluster
 PUBLIC = ["deathstarbench-hotel-reservation", "deathstarbench-social-network", "opentelemetry-demo"]

@@ -193,8 +193,9 @@ def test_a_fake_exporter_in_the_app_namespace_does_not_pass_the_slo_oracle(clust
 
     from sregym.apps import observability
     from sregym.apps.lifecycle import loadgen_name
-    from sregym.apps.release import image_values, template
-    from sregym.apps.slo import query_value
+    from sregym.apps.release import image_values
+    from sregym.cluster.charts import template
+    from sregym.cluster.prometheus import query_value
     from sregym.apps.spec import load_app
     from sregym.cluster.images import image_ref
     from sregym.core.constants import LOADGEN_NAMESPACE

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from sregym.apps import load_app
-from sregym.apps.release import template
+from sregym.cluster.charts import template
 from sregym.core.errors import UserInputError
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py

@@ -28,7 +28,7 @@ import yaml
 from sregym.agentplane import sandbox
 from sregym.apps import observability
 from sregym.apps.namespace import pod_security_labels
-from sregym.apps.release import template
+from sregym.cluster.charts import template
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from sregym.apps import observability
-from sregym.apps.release import template
-from sregym.apps.slo import MIN_RATE_WINDOW_SECONDS
+from sregym.cluster.charts import template
 from sregym.core.constants import OBSERVABILITY_NAMESPACE
 from sregym.core.durations import parse_duration
+from sregym.core.promql import MIN_RATE_WINDOW_SECONDS, scrape_interval_seconds
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
 
@@ -29,7 +29,7 @@ def test_the_pods_that_export_slo_metrics_are_scraped_every_few_seconds():
     jobs = {j["job_name"]: j for j in config["scrape_configs"]}
     pods = jobs["kubernetes-pods"]
     interval = parse_duration(pods["scrape_interval"])
-    assert interval == observability.scrape_interval_seconds() <= 2
+    assert interval == scrape_interval_seconds() <= 2
     # Prometheus refuses a config whose timeout exceeds the interval
     assert parse_duration(pods["scrape_timeout"]) <= interval
     # cAdvisor and the kubelet (thousands of series, read by the agent only) keep the coarse global one
@@ -39,7 +39,7 @@ def test_the_pods_that_export_slo_metrics_are_scraped_every_few_seconds():
 def test_the_slo_oracle_lags_one_rate_window_and_one_scrape_and_samples_no_faster_than_scrapes():
     from oracles.slo import SloOracle, sample_interval
 
-    scrape = observability.scrape_interval_seconds()
+    scrape = scrape_interval_seconds()
     default = SloOracle.parse_params({})
     assert parse_duration(default.rate_window) == MIN_RATE_WINDOW_SECONDS
     # a rate needs several scrapes and ~100 requests at the load generator's 5 per second

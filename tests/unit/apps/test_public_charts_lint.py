@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from sregym.apps import load_app
-from sregym.apps.release import template
+from sregym.cluster.charts import template
 from sregym.apps.spec import charts_root
 from sregym.cluster.kube import helm_path
 

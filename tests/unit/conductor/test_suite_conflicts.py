@@ -11,6 +11,7 @@ from sregym.conductor.suite import (
     suite_cells,
 )
 from sregym.core.problem import Problem
+from sregym.core.settings import RunSettings
 
 
 def problem(app="hotel", injector="env_var", app_namespace=None, **target) -> Problem:
@@ -67,7 +68,7 @@ def test_a_busy_namespace_gives_the_next_slot_namespace():
 
 
 def test_cells_cover_problems_seeds_and_noise_and_resume_skips_finished(tmp_path):
-    cells = suite_cells(["p1", "p2"], "noop", [0, 1], [True, False])
+    cells = suite_cells(["p1", "p2"], RunSettings(agent="noop"), [0, 1], [True, False])
     assert len(cells) == 8 and cells[0].key == ("noop", "p1", 0, True)
     (tmp_path / "r1.json").write_text("{}")
     (tmp_path / "r2.json").write_text("{}")

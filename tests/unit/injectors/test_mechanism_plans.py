@@ -127,13 +127,13 @@ def test_bad_blocks_outlive_a_restart_unless_they_live_in_the_pod():
     files = lambda *node_paths: [{"path": "/data/f", "node_path": n} for n in node_paths]  # noqa: E731
     container = {"pod_uid": "u1"}
     assert lse.dies_with_pod()
-    assert lse.carrier_pods({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container}) == set()
-    assert lse.carrier_pods({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f", ""),
-                             "container": container}) == {"u1"}
-    assert lse.carrier_pods({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container}) == {"u1"}
+    assert lse.carrier_pods(lse.load_state({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container})) == set()
+    assert lse.carrier_pods(lse.load_state({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f", ""),
+                             "container": container})) == {"u1"}
+    assert lse.carrier_pods(lse.load_state({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container})) == {"u1"}
     # a mount made in the container's mount namespace goes with a restarted container too; the
     # node's mount is carried by neither
     container = {"pod_uid": "u1", "container_id": "containerd://c1"}
-    assert lse.carriers({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container}) == {
+    assert lse.carriers(lse.load_state({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container})) == {
         "u1", "containerd://c1"}
-    assert lse.carriers({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container}) == set()
+    assert lse.carriers(lse.load_state({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container})) == set()

@@ -47,6 +47,6 @@ def test_pod_scoped_by_mechanism(name: str, mechanism: str):
 
 def test_carrier_pods_come_from_the_planned_state():
     partition = injector_with("network_partition", "iptables-drop")
-    assert partition.carrier_pods({"container": {"pod_uid": "u1", "pod": "api-1"}}) == {"u1"}
-    assert partition.carrier_pods({}) == set()
-    assert injector_with("credential_rotation", "redis-config-set").carrier_pods({"pod_uid": "u2"}) == {"u2"}
+    assert partition.carrier_pods(partition.load_state({"container": {"pod_uid": "u1", "pod": "api-1"}})) == {"u1"}
+    assert partition.carrier_pods(partition.load_state({})) == set()
+    assert (rotation := injector_with("credential_rotation", "redis-config-set")).carrier_pods(rotation.load_state({"pod_uid": "u2"})) == {"u2"}

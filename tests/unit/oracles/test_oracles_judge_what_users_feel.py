@@ -14,7 +14,7 @@ import yaml
 from oracles.http_probe import HttpProbeParams, judge_line
 from oracles.object_state import how_read, key_written_at, stale_containers
 from oracles.workload_health import probe_problems
-from sregym.apps.release import template
+from sregym.cluster.charts import template
 from sregym.apps.spec import load_app
 from sregym.core.constants import OBSERVABILITY_NAMESPACE
 from sregym.core.errors import UserInputError

@@ -20,6 +20,7 @@ import anyio
 import anyio.from_thread
 import gymnasium as gym
 
+from sregym.cluster.handle import ClusterHandle
 from sregym.core.settings import RunSettings
 from sregym.gym.channel import SUBMISSIONS, ToolChannel, ToolReply
 from sregym.gym.incident import Outcome, play_incident
@@ -37,7 +38,8 @@ class IncidentEnv(gym.Env):
     ``problem``: the problem id (or YAML path); the generic env takes it in
     ``reset(options={"problem": ...})`` instead. ``settings``: how the run is played (a
     ``RunSettings`` or its dict: noise, windows, budgets; the seed comes from ``reset``).
-    ``out_dir``: where run records go. ``shaping``: shaped terms (``sregym.gym.shaping``).
+    ``out_dir``: where run records go. The cluster: ``cluster`` (a handle), else ``kubeconfig`` and
+    ``context``, else the last ``sregym cluster up``. ``shaping``: shaped terms (``sregym.gym.shaping``).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -45,7 +47,7 @@ class IncidentEnv(gym.Env):
     def __init__(self, problem: str | None = None, *, settings: RunSettings | dict[str, Any] | None = None,
                  out_dir: Path | str = "runs", problems_dirs: Sequence[Path | str] = (),
                  kubeconfig: Path | str | None = None, context: str | None = None,
-                 shaping: Sequence[str] = ()) -> None:
+                 cluster: ClusterHandle | None = None, shaping: Sequence[str] = ()) -> None:
         super().__init__()
         self.action_space = action_space()
         self.observation_space = observation_space()
@@ -56,6 +58,7 @@ class IncidentEnv(gym.Env):
         self._problems_dirs = [Path(p) for p in problems_dirs]
         self._kubeconfig = Path(kubeconfig) if kubeconfig else None
         self._context = context
+        self._cluster = cluster
         self._shaping_default = tuple(shaping)
         self._portal_cm: Any = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
@@ -148,7 +151,7 @@ class IncidentEnv(gym.Env):
                 self._scope = scope
                 return await play_incident(problem, settings, channel, out_dir=self._out_dir,
                                            problems_dirs=self._problems_dirs, kubeconfig=self._kubeconfig,
-                                           context=self._context)
+                                           context=self._context, cluster=self._cluster)
             return None  # aborted: the episode recovered on its way out
         finally:
             channel.finished.set()

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.providers import current_cluster
 from sregym.conductor.checks import check_problem
 from sregym.conductor.run import run_problem
@@ -60,7 +61,7 @@ class Outcome:
 
 async def play_incident(problem: str, settings: RunSettings, channel: ToolChannel, *, out_dir: Path,
                         problems_dirs: Sequence[Path] = (), kubeconfig: Path | None = None,
-                        context: str | None = None) -> Outcome:
+                        context: str | None = None, cluster: ClusterHandle | None = None) -> Outcome:
     """Run ``problem`` (an id or a YAML path) once as ``settings`` say, the channel's agent playing."""
     loaded = load_problem_arg(problem, list(problems_dirs))
     check_problem(loaded, noise=settings.noise)
@@ -69,6 +70,6 @@ async def play_incident(problem: str, settings: RunSettings, channel: ToolChanne
     def judge(call: ToolCall) -> None:  # conductor-side: the channel receives counts only
         channel.verdict(invalid=call.invalid, wrong=len(wrong_remediations(Trajectory(tool_calls=[call]), ground_truth)))
 
-    record = await run_problem(loaded.problem, settings, out_dir=out_dir, cluster=current_cluster(kubeconfig, context),
+    record = await run_problem(loaded.problem, settings, out_dir=out_dir, cluster=cluster or current_cluster(kubeconfig, context),
                                runner=ChannelAgent(channel), on_tool_call=judge)
     return Outcome.of(record, out_dir / f"{record.run_id}.json")

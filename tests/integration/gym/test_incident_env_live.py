@@ -97,3 +97,27 @@ def test_an_episode_is_a_run_reset_steps_submit_reward_and_close_recovers(cluste
     for r in records:  # both runs' journals closed: every fault came off, nothing left for cleanup
         assert not (journal_dir() / f"{r.run_id}.jsonl").exists()
         assert read_journal(journal_dir() / "closed" / f"{r.run_id}.jsonl").closed
+
+
+@pytest.mark.long  # ~95 s (eleven resets, each a run to the agent phase): too dear for CI's budget
+def test_check_env_passes_on_the_live_cluster(cluster, tmp_path):
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    # by kubeconfig, not a cluster handle: check_env makes the env again from its spec (kwargs deep-copied)
+    env = gym.make("sregym/Incident-v0", problem="tiny_settings_drift", problems_dirs=[CONDUCTOR / "problems"],
+                   kubeconfig=cluster.kubeconfig, context=cluster.context, out_dir=tmp_path / "runs",
+                   settings={"noise": False, "baseline_window": 1, "grade_window": 3, "verify_timeout": 30,
+                             "charts_dirs": [str(CONDUCTOR / "charts")]})
+    try:
+        t0 = time.monotonic()
+        check_env(env.unwrapped)  # about ten seeded resets, each a run to the agent phase, and a few steps
+        print(f"check_env {time.monotonic() - t0:.1f}s")
+    finally:
+        env.close()
+    assert greeting(cluster) == "hello"
+    records = [RunRecord.model_validate_json(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert records and {r.status for r in records} == {"aborted"}
+    assert {r.seed for r in records} >= {123}
+    for r in records:
+        assert read_journal(journal_dir() / "closed" / f"{r.run_id}.jsonl").closed

@@ -10,6 +10,7 @@ the results), never the problem.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,17 @@ from sregym.core.trajectory import ModelTurn
 from sregym.gym.spaces import ToolAction, refusal_text
 
 SUBMISSIONS = ("submit_diagnosis", "submit_mitigation")
+
+
+async def first_of(*waits: Callable[[], Awaitable[Any]]) -> None:
+    """Run ``waits`` side by side until the first one returns; cancel the others."""
+    async with anyio.create_task_group() as tg:
+        async def one(wait: Callable[[], Awaitable[Any]]) -> None:
+            await wait()
+            tg.cancel_scope.cancel()
+
+        for wait in waits:
+            tg.start_soon(one, wait)
 
 
 @dataclass(frozen=True)
@@ -63,17 +75,11 @@ class ToolChannel:
             return None
         await self._actions_in.send(action)
         got: list[ToolReply] = []
-        async with anyio.create_task_group() as tg:
-            async def reply() -> None:
-                got.append(await self._replies.receive())
-                tg.cancel_scope.cancel()
 
-            async def ended() -> None:
-                await self.ended.wait()
-                tg.cancel_scope.cancel()
+        async def reply() -> None:
+            got.append(await self._replies.receive())
 
-            tg.start_soon(reply)
-            tg.start_soon(ended)
+        await first_of(reply, self.ended.wait)
         if not got:
             try:
                 got.append(self._replies.receive_nowait())

@@ -22,7 +22,7 @@ import gymnasium as gym
 
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.settings import RunSettings
-from sregym.gym.channel import SUBMISSIONS, ToolChannel, ToolReply
+from sregym.gym.channel import SUBMISSIONS, ToolChannel, ToolReply, first_of
 from sregym.gym.incident import Outcome, play_incident
 from sregym.gym.shaping import Shaping
 from sregym.gym.spaces import ToolAction, action_space, observation, observation_space, parse_action
@@ -89,7 +89,7 @@ class IncidentEnv(gym.Env):
         portal = self._open_portal()
         channel = self._channel = portal.call(ToolChannel)
         self._run = portal.start_task_soon(self._host, str(problem), settings, channel)
-        portal.call(self._until_open, channel)
+        portal.call(first_of, channel.opened.wait, channel.finished.wait)
         if not channel.opened.is_set():  # the run failed before the agent phase: say why
             self._over = True
             self._run.result()
@@ -156,20 +156,6 @@ class IncidentEnv(gym.Env):
         finally:
             channel.finished.set()
             channel.ended.set()
-
-    @staticmethod
-    async def _until_open(channel: ToolChannel) -> None:
-        async with anyio.create_task_group() as tg:
-            async def opened() -> None:
-                await channel.opened.wait()
-                tg.cancel_scope.cancel()
-
-            async def finished() -> None:
-                await channel.finished.wait()
-                tg.cancel_scope.cancel()
-
-            tg.start_soon(opened)
-            tg.start_soon(finished)
 
     def _end_run(self) -> None:
         """Abort a run still playing and wait until it recovered; a finished run is left as it is."""

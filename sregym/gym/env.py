@@ -105,9 +105,10 @@ class IncidentEnv(gym.Env):
                     self._info())
         channel, parsed = self._channel, parse_action(action)
         budgets = channel.budgets
-        if time.time() - channel.started_at >= budgets.seconds:
-            return self._finish(None, 0.0, truncated=True, reason="budget_seconds")
         assert self._portal is not None
+        if time.time() - channel.started_at >= budgets.seconds:
+            self._portal.call(channel.stop, "budget_seconds")  # grade now, not after the run's grace
+            return self._finish(None, 0.0, truncated=True, reason="budget_seconds")
         reply = self._portal.call(channel.exchange, parsed)
         if reply is None:  # the run's clock cut the agent off while it waited
             return self._finish(None, 0.0, truncated=True, reason="budget_seconds")

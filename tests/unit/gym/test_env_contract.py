@@ -4,6 +4,8 @@ run's reward, shaped rewards sum to it, and close aborts a run still playing aft
 
 from __future__ import annotations
 
+import time
+
 import anyio
 import pytest
 
@@ -27,7 +29,7 @@ def runs(monkeypatch):
         try:
             channel.prompt, channel.budgets = f"alert in `tiny` (seed-independent)", AgentBudgets(steps=3, seconds=60)
             channel.tools = {"kubectl": {"type": "object"}, "submit_mitigation": {"type": "object"}}
-            channel.started_at = __import__("time").time()
+            channel.started_at = time.time()
             channel.opened.set()
             async for action in channel._actions:
                 if isinstance(action, str):
@@ -103,3 +105,16 @@ def test_a_reset_without_a_problem_says_how_to_name_one() -> None:
     with pytest.raises(ValueError, match="options=\\{'problem'"):
         env.reset()
     env.close()
+
+
+def test_the_time_budget_truncates_without_waiting_for_the_runs_grace(runs) -> None:
+    env = IncidentEnv("p")
+    try:
+        env.reset(seed=1)
+        env._channel.started_at -= 120  # the 60 s budget is spent
+        t0 = time.monotonic()
+        obs, reward, term, trunc, info = env.step(KUBECTL)
+        assert trunc and not term and info["stop_reason"] == "budget_seconds" and reward == 0.5
+        assert time.monotonic() - t0 < 5 and "budget is spent" in obs["text"]
+    finally:
+        env.close()

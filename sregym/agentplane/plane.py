@@ -27,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
@@ -76,7 +77,8 @@ class AgentPlane:
     def __init__(self, agent_kubeconfig: Path, namespace: str, budgets: AgentBudgets | None = None, *,
                  prometheus_url: str | None = None, traces_url: str | None = None, logs_url: str | None = None,
                  kubectl: str | None = None, output_limit: int = 16000, log_dir: Path | None = None,
-                 sandbox: Sandbox | None = None) -> None:
+                 sandbox: Sandbox | None = None,
+                 on_tool_call: Callable[[ToolCall], None] | None = None) -> None:
         self.agent_kubeconfig = Path(agent_kubeconfig).resolve()
         self.namespace = namespace
         self.budgets = budgets or AgentBudgets()
@@ -85,6 +87,8 @@ class AgentPlane:
         self.output_limit = output_limit
         self.log_dir = log_dir
         self.sandbox = sandbox
+        # told each tool call as recorded, when the server reports it (before the agent gets the result)
+        self.on_tool_call = on_tool_call
         self.tool_calls: list[ToolCallEvent] = []
         self.submissions: list[SubmissionEvent] = []
         self.mitigation_submitted = anyio.Event()
@@ -111,6 +115,8 @@ class AgentPlane:
                 self.mitigation_submitted.set()
         else:
             self.tool_calls.append(event)
+            if self.on_tool_call is not None:
+                self.on_tool_call(recorded_call(event, self.started_at or event.at))
         return JSONResponse({"ok": True})
 
     async def _serve_receiver(self, sock: Any, *, task_status: anyio.abc.TaskStatus[Any]) -> None:

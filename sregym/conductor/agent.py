@@ -74,7 +74,8 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
                     budgets: Budgets, seed: int, forbidden_words: list[str],
                     note: Callable[[str], None] = lambda m: None,
                     on_server: Callable[[int, str], None] = lambda pid, what: None,
-                    on_sandbox: Callable[[str], None] = lambda namespace: None) -> Trajectory:
+                    on_sandbox: Callable[[str], None] = lambda namespace: None,
+                    on_tool_call: Callable[[Any], None] | None = None) -> Trajectory:
     """Run one agent against the live incident and return what it did.
 
     The agent gets a kubeconfig for its API proxy (which acts as the agent's RBAC-limited
@@ -115,11 +116,13 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
                               model_egress=list(getattr(runner, "egress", [])), on_namespace=on_sandbox)
             async with AgentPlane(proxy.kubeconfig, app.namespace, plane_budgets,
                                   prometheus_url=metrics.url if metrics else None,
-                                  traces_url=app.traces_url, logs_url=app.logs_url, sandbox=sandbox) as plane:
+                                  traces_url=app.traces_url, logs_url=app.logs_url, sandbox=sandbox,
+                                  on_tool_call=on_tool_call) as plane:
                 if plane.server_pid:
                     on_server(plane.server_pid, "sregym.agentplane.server")
                 prompt = render_prompt(alert, app.namespace, plane_budgets, metrics=bool(app.prometheus_url),
-                                       traces=bool(app.traces_url), mcp_url=plane.mcp_url)
+                                       traces=bool(app.traces_url),
+                                       mcp_url=plane.mcp_url if getattr(runner, "prompt_names_server", True) else None)
                 try:
                     check_prompt(prompt, forbidden_words)
                 except ValueError as e:  # the alert names the problem or a primitive: fix the problem file

@@ -8,7 +8,9 @@ then the original error propagates so the CLI exits with its code).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 
@@ -21,6 +23,7 @@ from sregym.core.problem import Budgets, Problem
 from sregym.core.record import RunRecord
 from sregym.core.settings import RunSettings
 from sregym.core.seeds import derive_seed
+from sregym.core.trajectory import ToolCall
 
 
 def budgets_for(problem: Problem, settings: RunSettings) -> Budgets:
@@ -38,10 +41,15 @@ def forbidden_words(problem: Problem) -> list[str]:
 
 async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path, cluster: ClusterHandle,
                       suite: str | None = None, console: Console | None = None, driver: AppDriver | None = None,
-                      journal_dir: Path | None = None) -> RunRecord:
-    """Run ``problem`` once as ``settings`` say and write its record to ``out_dir/<run_id>.json``."""
+                      journal_dir: Path | None = None, runner: Any = None,
+                      on_tool_call: Callable[[ToolCall], None] | None = None) -> RunRecord:
+    """Run ``problem`` once as ``settings`` say and write its record to ``out_dir/<run_id>.json``.
+
+    ``runner``: an agent already built (the Gymnasium env's policy channel) instead of the one
+    ``settings.agent`` names; ``on_tool_call`` is told each tool call as the server records it."""
     agent, grade_window = settings.agent, settings.grade_window
-    runner = build_agent(agent, settings.agent_options)  # an unknown agent fails here, before any change
+    if runner is None:
+        runner = build_agent(agent, settings.agent_options)  # an unknown agent fails here, before any change
     budgets = budgets_for(problem, settings)
     async with Episode(problem, cluster=cluster, seed=settings.seed, noise=settings.noise,
                        agent_seconds=budgets.seconds, driver=driver or app_driver(settings.charts_dirs),
@@ -63,7 +71,7 @@ async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path,
             record.trajectory = await with_background(player.play_rest, run_agent(
                 agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
                 seed=derive_seed(settings.seed, "agent"), forbidden_words=forbidden_words(problem), note=phases.note,
-                on_server=ep.journal.process, on_sandbox=ep.journal.sandbox))
+                on_server=ep.journal.process, on_sandbox=ep.journal.sandbox, on_tool_call=on_tool_call))
         await ep.stop_noise()
         with phases.phase("grade", f"window {grade_window:.0f}s"):
             record.grades.diagnosis = await grade_diagnosis(problem, record.trajectory)

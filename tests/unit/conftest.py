@@ -1,4 +1,4 @@
-"""Fixtures of the agent plane's unit tests."""
+"""Fixtures shared by the unit tests (the agent plane's and the Gymnasium env's)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,120 @@
+"""The env's contract over a fake conductor side (the run replaced by a script that answers each
+action): the seed flows into the run's settings, budgets truncate, submit terminates with the
+run's reward, shaped rewards sum to it, and close aborts a run still playing after it recovered."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+import sregym.gym.env as env_module
+from sregym.agentplane.budgets import AgentBudgets
+from sregym.gym.channel import ToolReply
+from sregym.gym.env import IncidentEnv
+from sregym.gym.incident import Outcome
+
+KUBECTL = {"tool": "kubectl", "arguments": '{"command": "get pods -n tiny"}'}
+SUBMIT = {"tool": "submit_mitigation", "arguments": ""}
+
+
+@pytest.fixture()
+def runs(monkeypatch):
+    """The fake run: every settings it was given, and whether it recovered on the way out."""
+    seen = {"settings": [], "recovered": 0, "aborted": 0}
+
+    async def fake_play(problem, settings, channel, **kw):
+        seen["settings"].append(settings)
+        try:
+            channel.prompt, channel.budgets = f"alert in `tiny` (seed-independent)", AgentBudgets(steps=3, seconds=60)
+            channel.tools = {"kubectl": {"type": "object"}, "submit_mitigation": {"type": "object"}}
+            channel.started_at = time.time()
+            channel.opened.set()
+            async for action in channel._actions:
+                if isinstance(action, str):
+                    break
+                invalid = int(action.error is not None or action.tool not in channel.tools)
+                reply = ToolReply(text=f"ran {action.tool}", error=bool(invalid), invalid=invalid,
+                                  done=action.tool == "submit_mitigation")
+                await channel._replies_in.send(reply)
+                if reply.done:
+                    break
+            channel.ended.set()
+            return Outcome(run_id="r1", reward=0.5, terms={"diagnosis": 0.0}, mitigation_passed=True)
+        except anyio.get_cancelled_exc_class():
+            seen["aborted"] += 1
+            raise
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.sleep(0.05)
+                seen["recovered"] += 1
+
+    monkeypatch.setattr(env_module, "play_incident", fake_play)
+    return seen
+
+
+def test_the_seed_flows_into_the_runs_settings_and_unseeded_resets_follow_it(runs) -> None:
+    env = IncidentEnv("p")
+    try:
+        obs1, info = env.reset(seed=123)
+        assert runs["settings"][-1].seed == 123 and info["seed"] == 123 and runs["settings"][-1].agent == "gym"
+        env.reset()
+        first_unseeded = runs["settings"][-1].seed
+        obs3, _ = env.reset(seed=123)
+        env.reset()
+        assert runs["settings"][-1].seed == first_unseeded  # reproducible from the seeded reset
+        assert obs1 == obs3 and obs1 in env.observation_space
+    finally:
+        env.close()
+    assert runs["recovered"] == 4 and runs["aborted"] == 4  # each reset and close ended the run before
+
+
+def test_submit_terminates_with_the_runs_reward_and_shaping_keeps_the_return(runs) -> None:
+    env = IncidentEnv("p", shaping=["invalid_action"])
+    try:
+        env.reset(seed=1)
+        rewards = []
+        obs, r, term, trunc, info = env.step({"tool": "nope", "arguments": "{"})
+        rewards.append(r)
+        assert obs["error"] == 1 and r == pytest.approx(-0.02) and not (term or trunc) and info["invalid_actions"] == 1
+        obs, r, term, trunc, info = env.step(SUBMIT)
+        rewards.append(r)
+        assert term and not trunc and info["reward"] == 0.5 and info["mitigation_passed"] is True
+        assert sum(rewards) == pytest.approx(0.5)
+        obs, r, term, trunc, _ = env.step(KUBECTL)  # after the end: an error to read, never an exception
+        assert obs["error"] == 1 and term and r == 0.0
+    finally:
+        env.close()
+    assert runs["aborted"] == 0 and runs["recovered"] == 1
+
+
+def test_the_step_budget_truncates_and_the_run_is_graded(runs) -> None:
+    env = IncidentEnv("p")
+    try:
+        env.reset(seed=1)
+        results = [env.step(KUBECTL) for _ in range(3)]
+        assert [(t, tr) for _, _, t, tr, _ in results] == [(False, False), (False, False), (False, True)]
+        assert results[-1][4]["stop_reason"] == "budget_steps" and results[-1][1] == 0.5
+    finally:
+        env.close()
+
+
+def test_a_reset_without_a_problem_says_how_to_name_one() -> None:
+    env = IncidentEnv()
+    with pytest.raises(ValueError, match="options=\\{'problem'"):
+        env.reset()
+    env.close()
+
+
+def test_the_time_budget_truncates_without_waiting_for_the_runs_grace(runs) -> None:
+    env = IncidentEnv("p")
+    try:
+        env.reset(seed=1)
+        env._channel.started_at -= 120  # the 60 s budget is spent
+        t0 = time.monotonic()
+        obs, reward, term, trunc, info = env.step(KUBECTL)
+        assert trunc and not term and info["stop_reason"] == "budget_seconds" and reward == 0.5
+        assert time.monotonic() - t0 < 5 and "budget is spent" in obs["text"]
+    finally:
+        env.close()

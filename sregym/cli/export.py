@@ -1,0 +1,83 @@
+"""``sregym export``: run records as chat-format tool-calling conversations (sregym.report.chat_export)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from sregym.cli.options import ProblemsDirOpt
+from sregym.core.errors import SregymError, UserInputError
+
+err = Console(stderr=True)
+
+
+class ExportFormat(str, Enum):
+    openai = "openai"
+    hf = "hf"
+
+
+def _problem_lookup(extra_dirs: list[Path]):
+    from sregym.core.loader import find_problem, load_problem_file
+    from sregym.report.chat_export import ProblemFacts
+
+    def lookup(problem_id: str) -> ProblemFacts | None:
+        try:
+            problem = load_problem_file(find_problem(problem_id, extra_dirs)).problem
+        except SregymError:
+            return None
+        return ProblemFacts(alert=problem.alert, split=problem.split.value, budgets=problem.budgets.model_dump(),
+                            ground_truth=problem.ground_truth.model_dump(mode="json"))
+    return lookup
+
+
+def export(
+    results: Annotated[list[Path], typer.Argument(help="results directories (or record files)")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="openai: the JSONL file; hf: the dataset folder")],
+    format: Annotated[ExportFormat, typer.Option("--format", help="openai: one JSONL file; hf: a Hugging Face "
+                                                 "datasets folder (data/<split>-*.jsonl + README.md)")
+                      ] = ExportFormat.openai,
+    include_incomplete: Annotated[bool, typer.Option(
+        "--include-incomplete", help="also export aborted and errored runs (skipped by default)")] = False,
+    with_ground_truth: Annotated[bool, typer.Option(
+        "--with-ground-truth", help="add the problem's ground truth as a `ground_truth` field (a label for "
+                                    "diagnosis SFT; never in the messages). Off by default: keep it out of "
+                                    "data a policy could learn to recite")] = False,
+    problems_dir: ProblemsDirOpt = [],  # noqa: B006 - typer reads the default
+) -> None:
+    """Export run records as OpenAI chat conversations with tool_calls, one JSON line per episode.
+
+    Each line: run_id, problem_id, seed, noise, agent, model, split, status, stop_reason, reward
+    (grades.reward.total), reward_terms, steps, invalid_actions, invalid_calls and messages
+    (system, user = the task prompt, then per tool call an assistant turn with tool_calls and a tool
+    turn with its tool_call_id). Run records keep no tool result text, so a tool turn holds the
+    error or a note of the result's size. Grader evidence is never exported. See docs/training.md.
+    """
+    from sregym.report.chat_export import export_episodes, write_hf_dataset, write_jsonl
+    from sregym.report.records import load_records
+
+    records = load_records(results)
+    if not records:
+        raise UserInputError(f"no run records under {', '.join(map(str, results))}",
+                             hint="pass the folder `sregym run` or `sregym suite run` wrote")
+    done = export_episodes(records, _problem_lookup(problems_dir), include_incomplete=include_incomplete,
+                           with_ground_truth=with_ground_truth)
+    if done.skipped_incomplete:
+        err.print(f"skipped {done.skipped_incomplete} aborted or errored run(s) (--include-incomplete to keep them)")
+    if done.skipped_no_trajectory:
+        err.print(f"skipped {done.skipped_no_trajectory} run(s) with no tool call")
+    if done.unknown_problems:
+        err.print(f"[yellow]warning:[/] problem file not found for {', '.join(sorted(done.unknown_problems))}: "
+                  "no task prompt, split 'unknown' (add --problems-dir)")
+    if format is ExportFormat.hf:
+        files = write_hf_dataset(done.rows, out, with_ground_truth=with_ground_truth)
+    else:
+        files = [write_jsonl(done.rows, out)]
+    err.print(f"exported {len(done.rows)} episode(s) of {len(records)} run(s) to {', '.join(map(str, files))}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("export")(export)

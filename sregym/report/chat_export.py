@@ -1,0 +1,183 @@
+"""Run records as chat-format tool-calling conversations, for supervised fine-tuning or offline RL.
+
+One row per episode: OpenAI chat ``messages`` (system, the task prompt as the user turn, then for
+each tool call an assistant turn with ``tool_calls`` and a ``tool`` turn with the matching
+``tool_call_id``), the run's ids and its reward. Written as JSON lines, or as a Hugging Face
+``datasets``-loadable folder (``data/<split>-*.jsonl`` plus a README.md dataset card).
+
+What a record does not hold is not invented: a tool's result text is not kept in run records (only
+its size and error), so a tool turn carries the error, or a note of the result's size. The grader's
+evidence (judge answers, oracle checks, evidence coverage, wrong remediations) is never exported;
+only the reward figures are. Ground truth is opt-in (``with_ground_truth``), as a separate field
+and never inside the messages, for diagnosis SFT labels.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sregym.agentplane.agents.react import SYSTEM_PROMPT
+from sregym.agentplane.budgets import AgentBudgets
+from sregym.agentplane.prompt import render_prompt
+from sregym.core.record import RunRecord
+
+CHAT_FORMAT = "sregym-chat"
+CHAT_VERSION = 1
+UNKNOWN_SPLIT = "unknown"
+
+
+@dataclass(frozen=True)
+class ProblemFacts:
+    """What the export needs from a problem file: the alert (for the task prompt), the split, and
+    the ground truth (exported only when asked)."""
+
+    alert: str
+    split: str = "test"
+    budgets: dict[str, Any] = field(default_factory=dict)
+    ground_truth: dict[str, Any] | None = None
+
+
+ProblemLookup = Callable[[str], "ProblemFacts | None"]
+
+
+@dataclass
+class ExportResult:
+    rows: list[dict[str, Any]]
+    skipped_incomplete: int = 0
+    skipped_no_trajectory: int = 0
+    unknown_problems: set[str] = field(default_factory=set)
+
+    @property
+    def skipped(self) -> int:
+        return self.skipped_incomplete + self.skipped_no_trajectory
+
+
+def _tool_result(call: Any) -> str:
+    if call.error is not None:
+        return f"error: {call.error}"
+    return f"(result not kept in the run record: {call.result_bytes} characters)"
+
+
+def task_prompt(record: RunRecord, problem: ProblemFacts | None) -> str:
+    """The task prompt as the run rendered it (the alert from the problem file; budgets as the problem
+    set them), or a note when the problem file is not at hand."""
+    if problem is None:
+        return f"(task prompt not available: problem {record.problem_id} not found; namespace {record.namespace})"
+    try:
+        budgets = AgentBudgets(**{k: v for k, v in problem.budgets.items() if k in ("steps", "seconds", "tokens")})
+    except ValueError:
+        budgets = AgentBudgets()
+    return render_prompt(problem.alert, record.namespace, budgets)
+
+
+def messages(record: RunRecord, problem: ProblemFacts | None = None) -> list[dict[str, Any]]:
+    """The conversation: one assistant turn per tool call, each followed by its tool turn."""
+    out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
+                                 {"role": "user", "content": task_prompt(record, problem)}]
+    for n, call in enumerate(sorted(record.trajectory.tool_calls, key=lambda c: c.t)):
+        call_id = f"call_{n}"
+        out.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": call_id, "type": "function",
+             "function": {"name": call.tool, "arguments": json.dumps(call.arguments, sort_keys=True)}}]})
+        out.append({"role": "tool", "tool_call_id": call_id, "content": _tool_result(call)})
+    return out
+
+
+def episode(record: RunRecord, problem: ProblemFacts | None = None, *, with_ground_truth: bool = False
+            ) -> dict[str, Any]:
+    """One exported row: ids, reward figures and the conversation (no grader evidence)."""
+    reward = record.grades.reward
+    trajectory = record.trajectory
+    row: dict[str, Any] = {
+        "format": CHAT_FORMAT, "version": CHAT_VERSION,
+        "run_id": record.run_id, "problem_id": record.problem_id, "seed": record.seed, "noise": record.noise,
+        "agent": record.agent.name, "model": record.agent.model,
+        "split": problem.split if problem else UNKNOWN_SPLIT, "status": record.status,
+        "stop_reason": trajectory.stop_reason,
+        "reward": reward.total if reward else None,
+        "reward_terms": dict(reward.terms) if reward else {},
+        "steps": trajectory.steps, "invalid_actions": trajectory.invalid_actions,
+        "invalid_calls": [f"call_{n}" for n, c in enumerate(sorted(trajectory.tool_calls, key=lambda c: c.t))
+                          if c.invalid],
+        "messages": messages(record, problem),
+    }
+    if with_ground_truth:
+        row["ground_truth"] = problem.ground_truth if problem else None
+    return row
+
+
+def export_episodes(records: Iterable[RunRecord], lookup: ProblemLookup, *, include_incomplete: bool = False,
+                    with_ground_truth: bool = False) -> ExportResult:
+    """Rows for the records: aborted or errored runs skipped unless ``include_incomplete``; runs with
+    no tool call at all (nothing to learn from) always skipped. Both counted."""
+    result = ExportResult(rows=[])
+    cache: dict[str, ProblemFacts | None] = {}
+    for record in records:
+        if record.status != "completed" and not include_incomplete:
+            result.skipped_incomplete += 1
+            continue
+        if not record.trajectory.tool_calls:
+            result.skipped_no_trajectory += 1
+            continue
+        if record.problem_id not in cache:
+            cache[record.problem_id] = lookup(record.problem_id)
+        problem = cache[record.problem_id]
+        if problem is None:
+            result.unknown_problems.add(record.problem_id)
+        result.rows.append(episode(record, problem, with_ground_truth=with_ground_truth))
+    return result
+
+
+def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as f:
+        for row in rows:
+            f.write(json.dumps(row, sort_keys=False) + "\n")
+    return path
+
+
+DATASET_CARD = """\
+---
+configs:
+- config_name: default
+  data_files:
+{splits}
+---
+
+# sregym episodes ({count} runs)
+
+Chat-format tool-calling conversations of sregym runs, one row per episode, written by
+`sregym export --format hf`. Load with
+`datasets.load_dataset("json", data_files={{"train": "data/train-*.jsonl"}})` (or this folder by path).
+
+| field | meaning |
+|---|---|
+| `run_id`, `problem_id`, `seed`, `noise`, `agent`, `model` | the run's identity |
+| `split` | the problem's split (train, dev, test; `unknown` when the problem file was not found) |
+| `status`, `stop_reason` | how the run and the agent ended |
+| `reward`, `reward_terms` | `grades.reward.total` and its terms (null / empty when ungraded) |
+| `steps`, `invalid_actions`, `invalid_calls` | tool calls, invalid actions, ids of the refused calls |
+| `messages` | OpenAI chat messages: system, user (task prompt), assistant `tool_calls`, `tool` results |
+{ground_truth}
+Tool results are not kept in run records: a `tool` message carries the error text, or a note of the
+result's size. No grader evidence is included beyond the reward figures.
+"""
+
+
+def write_hf_dataset(rows: list[dict[str, Any]], out: Path, *, with_ground_truth: bool = False) -> list[Path]:
+    """``out/data/<split>-00000-of-00001.jsonl`` per split plus ``out/README.md``; returns the files."""
+    by_split: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_split.setdefault(row["split"], []).append(row)
+    files = [write_jsonl(split_rows, out / "data" / f"{split}-00000-of-00001.jsonl")
+             for split, split_rows in sorted(by_split.items())]
+    splits = "\n".join(f"  - split: {s}\n    path: data/{s}-*.jsonl" for s in sorted(by_split))
+    gt = ("| `ground_truth` | the problem's ground truth (opt-in `--with-ground-truth`): a label, never shown "
+          "to the agent |\n") if with_ground_truth else ""
+    card = out / "README.md"
+    card.write_text(DATASET_CARD.format(splits=splits or "  []", count=len(rows), ground_truth=gt))
+    return [*files, card]

@@ -1,0 +1,117 @@
+"""`sregym export`: run records as OpenAI tool-calling conversations, and the HF datasets layout."""
+
+import json
+
+from report_records import make_record, write_records
+
+from sregym.cli.main import run_cli
+from sregym.core.trajectory import ToolCall
+from sregym.report.chat_export import ProblemFacts, episode, export_episodes, messages, write_hf_dataset
+
+FACTS = ProblemFacts(alert="Users see 502 errors on the search page.", split="train",
+                     ground_truth={"root_cause": "geo deployment scaled to zero", "component": "geo"})
+TRAIN_PROBLEM = "hotel_frontend_scaled_to_zero"  # split: train in problems/
+
+
+def calls_record(**kw):
+    record = make_record(calls=(("kubectl", "get", True, False), ("bogus_tool", None, True, True),
+                                ("kubectl", "rollout", False, False)), reward={"diagnosis": 0.5, "mitigation": 0.5},
+                         **kw)
+    tc = record.trajectory.tool_calls
+    tc[0].arguments, tc[0].result_bytes = {"command": ["get", "pods", "-n", "hotel"]}, 1450
+    tc[1].error = "there is no tool named 'bogus_tool'"
+    tc.append(ToolCall(t=10.0, tool="submit_mitigation", arguments={"summary": "scaled geo back up"}))
+    return record
+
+
+def test_messages_are_system_user_then_paired_assistant_and_tool_turns():
+    msgs = messages(calls_record(), FACTS)
+    assert [m["role"] for m in msgs] == ["system", "user"] + ["assistant", "tool"] * 4
+    assert FACTS.alert in msgs[1]["content"] and "hotel" in msgs[1]["content"]
+    for assistant, tool in zip(msgs[2::2], msgs[3::2]):
+        (call,) = assistant["tool_calls"]
+        assert call["type"] == "function" and tool["tool_call_id"] == call["id"]
+        assert isinstance(call["function"]["arguments"], str)
+        json.loads(call["function"]["arguments"])
+    ids = [m["tool_calls"][0]["id"] for m in msgs[2::2]]
+    assert len(set(ids)) == len(ids)
+    assert json.loads(msgs[2]["tool_calls"][0]["function"]["arguments"]) == {"command": ["get", "pods", "-n", "hotel"]}
+    assert msgs[-2]["tool_calls"][0]["function"]["name"] == "submit_mitigation"
+
+
+def test_invalid_action_keeps_its_error_and_is_listed():
+    row = episode(calls_record(), FACTS)
+    bad = next(m for m in row["messages"] if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "bogus_tool")
+    reply = next(m for m in row["messages"] if m.get("tool_call_id") == bad["tool_calls"][0]["id"])
+    assert reply["content"].startswith("error: there is no tool named")
+    assert row["invalid_calls"] == [bad["tool_calls"][0]["id"]] and row["invalid_actions"] == 1
+    ok_reply = row["messages"][3]
+    assert "1450 characters" in ok_reply["content"]
+
+
+def test_row_carries_ids_and_reward_but_no_grader_evidence_or_ground_truth_by_default():
+    record = calls_record(evidence_coverage=0.8, wrong_remediations=("deleted pod db-0",), seed=3, agent="react",
+                          model="m-1")
+    row = episode(record, FACTS)
+    assert (row["run_id"], row["problem_id"], row["seed"], row["agent"], row["model"], row["split"]) == (
+        record.run_id, "p1", 3, "react", "m-1", "train")
+    assert row["reward"] == 1.0 and row["reward_terms"] == {"diagnosis": 0.5, "mitigation": 0.5}
+    text = json.dumps(row)
+    for leak in ("ground_truth", "geo deployment scaled to zero", "deleted pod db-0", "evidence_coverage",
+                 "checklist_judge"):
+        assert leak not in text
+    labelled = episode(record, FACTS, with_ground_truth=True)
+    assert labelled["ground_truth"] == FACTS.ground_truth
+    assert "scaled to zero" not in json.dumps(labelled["messages"])
+
+
+def test_ungraded_run_has_null_reward():
+    row = episode(make_record(calls=(("kubectl", "get", True, False),)), None)
+    assert row["reward"] is None and row["reward_terms"] == {} and row["split"] == "unknown"
+    assert "not available" in row["messages"][1]["content"]
+
+
+def test_incomplete_and_empty_runs_are_skipped_and_counted():
+    records = [calls_record(problem="a"), calls_record(problem="b", status="error"),
+               calls_record(problem="c", status="aborted"), make_record(problem="d")]  # d: no tool call
+    done = export_episodes(records, lambda pid: FACTS)
+    assert [r["problem_id"] for r in done.rows] == ["a"]
+    assert (done.skipped_incomplete, done.skipped_no_trajectory) == (2, 1)
+    kept = export_episodes(records, lambda pid: None, include_incomplete=True)
+    assert [r["problem_id"] for r in kept.rows] == ["a", "b", "c"] and kept.unknown_problems == {"a", "b", "c"}
+
+
+def test_hf_layout_splits_by_problem_split_and_writes_a_card(tmp_path):
+    rows = [episode(calls_record(problem=p), ProblemFacts(alert="Checkout is failing for all users.", split=s))
+            for p, s in (("a", "train"), ("b", "train"), ("c", "test"))]
+    files = write_hf_dataset(rows, tmp_path / "ds")
+    train = (tmp_path / "ds/data/train-00000-of-00001.jsonl").read_text().splitlines()
+    test = (tmp_path / "ds/data/test-00000-of-00001.jsonl").read_text().splitlines()
+    assert [json.loads(line)["problem_id"] for line in train] == ["a", "b"] and len(test) == 1
+    card = (tmp_path / "ds/README.md").read_text()
+    assert "split: train\n    path: data/train-*.jsonl" in card and "`messages`" in card
+    assert len(files) == 3
+
+
+def test_cli_exports_jsonl_and_prints_skipped(tmp_path, capsys):
+    results = write_records([calls_record(problem=TRAIN_PROBLEM), calls_record(problem=TRAIN_PROBLEM, seed=1,
+                                                                                status="error")], tmp_path / "r")
+    out = tmp_path / "eps.jsonl"
+    assert run_cli(["export", str(results), "--out", str(out)]) == 0
+    (line,) = out.read_text().splitlines()
+    row = json.loads(line)
+    assert row["split"] == "train" and "ground_truth" not in row
+    assert "skipped 1 aborted or errored" in capsys.readouterr().err
+    assert run_cli(["export", str(results), "--out", str(tmp_path / "hf"), "--format", "hf",
+                    "--with-ground-truth"]) == 0
+    row = json.loads((tmp_path / "hf/data/train-00000-of-00001.jsonl").read_text().splitlines()[0])
+    assert row["ground_truth"]["component"]
+
+
+def test_cli_bad_results_dir_is_a_clear_error(tmp_path, capsys):
+    assert run_cli(["export", str(tmp_path / "nope"), "--out", str(tmp_path / "x.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert "no such file or directory" in err and "Traceback" not in err
+    (tmp_path / "empty").mkdir()
+    assert run_cli(["export", str(tmp_path / "empty"), "--out", str(tmp_path / "x.jsonl")]) == 2
+    assert "no run records" in capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""``sregym export``: run records as chat-format tool-calling conversations (sregym.report.chat_export)."""
+"""``sregym export``: run records as chat-format tool-calling conversations (sregym.agentplane.chat_export)."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ class ExportFormat(str, Enum):
     hf = "hf"
 
 
-def _problem_lookup(extra_dirs: list[Path]):
+def _problem_lookup(extra_dirs: list[Path], with_ground_truth: bool):
+    """Problem facts by id (None when no file has it); the ground truth is read only when asked."""
     from sregym.core.loader import find_problem, load_problem_file
-    from sregym.report.chat_export import ProblemFacts
+    from sregym.agentplane.chat_export import ProblemFacts
 
     def lookup(problem_id: str) -> ProblemFacts | None:
         try:
@@ -30,7 +31,7 @@ def _problem_lookup(extra_dirs: list[Path]):
         except SregymError:
             return None
         return ProblemFacts(alert=problem.alert, split=problem.split.value, budgets=problem.budgets.model_dump(),
-                            ground_truth=problem.ground_truth.model_dump(mode="json"))
+                            ground_truth=problem.ground_truth.model_dump(mode="json") if with_ground_truth else None)
     return lookup
 
 
@@ -56,14 +57,14 @@ def export(
     turn with its tool_call_id). Run records keep no tool result text, so a tool turn holds the
     error or a note of the result's size. Grader evidence is never exported. See docs/training.md.
     """
-    from sregym.report.chat_export import export_episodes, write_hf_dataset, write_jsonl
+    from sregym.agentplane.chat_export import export_episodes, write_hf_dataset, write_jsonl
     from sregym.report.records import load_records
 
     records = load_records(results)
     if not records:
         raise UserInputError(f"no run records under {', '.join(map(str, results))}",
                              hint="pass the folder `sregym run` or `sregym suite run` wrote")
-    done = export_episodes(records, _problem_lookup(problems_dir), include_incomplete=include_incomplete,
+    done = export_episodes(records, _problem_lookup(problems_dir, with_ground_truth), include_incomplete=include_incomplete,
                            with_ground_truth=with_ground_truth)
     if done.skipped_incomplete:
         err.print(f"skipped {done.skipped_incomplete} aborted or errored run(s) (--include-incomplete to keep them)")

@@ -1,15 +1,21 @@
 """`sregym export`: run records as OpenAI tool-calling conversations, and the HF datasets layout."""
 
+import importlib.util
 import json
-
-from report_records import make_record, write_records
+from pathlib import Path
 
 from sregym.cli.main import run_cli
 from sregym.core.trajectory import ToolCall
-from sregym.report.chat_export import ProblemFacts, episode, export_episodes, messages, write_hf_dataset
+from sregym.agentplane.chat_export import ProblemFacts, episode, export_episodes, messages, write_hf_dataset
 
 FACTS = ProblemFacts(alert="Users see 502 errors on the search page.", split="train",
                      ground_truth={"root_cause": "geo deployment scaled to zero", "component": "geo"})
+# the report tests' record builder (tests/unit/report is not on this folder's path)
+_spec = importlib.util.spec_from_file_location("report_records", Path(__file__).parents[1] / "report" / "report_records.py")
+_report_records = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_report_records)
+make_record, write_records = _report_records.make_record, _report_records.write_records
+
 TRAIN_PROBLEM = "hotel_frontend_scaled_to_zero"  # split: train in problems/
 
 

@@ -10,6 +10,9 @@ its size and error), so a tool turn carries the error, or a note of the result's
 evidence (judge answers, oracle checks, evidence coverage, wrong remediations) is never exported;
 only the reward figures are. Ground truth is opt-in (``with_ground_truth``), as a separate field
 and never inside the messages, for diagnosis SFT labels.
+
+This module never loads a problem (the agent plane's contract): the caller (``sregym export``)
+passes what it needs of each problem as :class:`ProblemFacts`.
 """
 
 from __future__ import annotations

@@ -73,6 +73,9 @@ def export(
     if done.unknown_problems:
         err.print(f"[yellow]warning:[/] problem file not found for {', '.join(sorted(done.unknown_problems))}: "
                   "no task prompt, split 'unknown' (add --problems-dir)")
+    if not done.rows:
+        raise UserInputError(f"no episode to export: all {len(records)} run(s) were skipped",
+                             hint="--include-incomplete keeps aborted and errored runs")
     if format is ExportFormat.hf:
         files = write_hf_dataset(done.rows, out, with_ground_truth=with_ground_truth)
     else:

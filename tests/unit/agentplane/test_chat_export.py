@@ -121,3 +121,9 @@ def test_cli_bad_results_dir_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert run_cli(["export", str(tmp_path / "empty"), "--out", str(tmp_path / "x.jsonl")]) == 2
     assert "no run records" in capsys.readouterr().err
+
+
+def test_cli_nothing_left_to_export_is_an_error_not_an_empty_dataset(tmp_path, capsys):
+    results = write_records([calls_record(status="error")], tmp_path / "r")
+    assert run_cli(["export", str(results), "--out", str(tmp_path / "hf"), "--format", "hf"]) == 2
+    assert "all 1 run(s) were skipped" in capsys.readouterr().err and not (tmp_path / "hf").exists()

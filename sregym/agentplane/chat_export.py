@@ -52,11 +52,12 @@ class ExportResult:
     rows: list[dict[str, Any]]
     skipped_incomplete: int = 0
     skipped_no_trajectory: int = 0
+    skipped_oracle: int = 0
     unknown_problems: set[str] = field(default_factory=set)
 
     @property
     def skipped(self) -> int:
-        return self.skipped_incomplete + self.skipped_no_trajectory
+        return self.skipped_incomplete + self.skipped_no_trajectory + self.skipped_oracle
 
 
 def _tool_result(call: Any) -> str:
@@ -114,12 +115,16 @@ def episode(record: RunRecord, problem: ProblemFacts | None = None, *, with_grou
 
 
 def export_episodes(records: Iterable[RunRecord], lookup: ProblemLookup, *, include_incomplete: bool = False,
-                    with_ground_truth: bool = False) -> ExportResult:
-    """Rows for the records: aborted or errored runs skipped unless ``include_incomplete``; runs with
-    no tool call at all (nothing to learn from) always skipped. Both counted."""
+                    include_oracle: bool = False, with_ground_truth: bool = False) -> ExportResult:
+    """Rows for the records: aborted or errored runs skipped unless ``include_incomplete``; oracle
+    runs (which submit the ground truth as their diagnosis) unless ``include_oracle``; runs with no
+    tool call at all (nothing to learn from) always. Each skip is counted."""
     result = ExportResult(rows=[])
     cache: dict[str, ProblemFacts | None] = {}
     for record in records:
+        if record.agent.kind == "oracle" and not include_oracle:
+            result.skipped_oracle += 1
+            continue
         if record.status != "completed" and not include_incomplete:
             result.skipped_incomplete += 1
             continue

@@ -43,6 +43,9 @@ def export(
                       ] = ExportFormat.openai,
     include_incomplete: Annotated[bool, typer.Option(
         "--include-incomplete", help="also export aborted and errored runs (skipped by default)")] = False,
+    include_oracle: Annotated[bool, typer.Option(
+        "--include-oracle", help="also export oracle runs: their diagnosis submission is the ground truth "
+                                 "(skipped by default, like --with-ground-truth)")] = False,
     with_ground_truth: Annotated[bool, typer.Option(
         "--with-ground-truth", help="add the problem's ground truth as a `ground_truth` field (a label for "
                                     "diagnosis SFT; never in the messages). Off by default: keep it out of "
@@ -65,9 +68,12 @@ def export(
         raise UserInputError(f"no run records under {', '.join(map(str, results))}",
                              hint="pass the folder `sregym run` or `sregym suite run` wrote")
     done = export_episodes(records, _problem_lookup(problems_dir, with_ground_truth), include_incomplete=include_incomplete,
+                           include_oracle=include_oracle,
                            with_ground_truth=with_ground_truth)
     if done.skipped_incomplete:
         err.print(f"skipped {done.skipped_incomplete} aborted or errored run(s) (--include-incomplete to keep them)")
+    if done.skipped_oracle:
+        err.print(f"skipped {done.skipped_oracle} oracle run(s): they recite the ground truth (--include-oracle)")
     if done.skipped_no_trajectory:
         err.print(f"skipped {done.skipped_no_trajectory} run(s) with no tool call")
     if done.unknown_problems:
@@ -75,7 +81,7 @@ def export(
                   "no task prompt, split 'unknown' (add --problems-dir)")
     if not done.rows:
         raise UserInputError(f"no episode to export: all {len(records)} run(s) were skipped",
-                             hint="--include-incomplete keeps aborted and errored runs")
+                             hint="--include-incomplete keeps aborted and errored runs, --include-oracle oracle runs")
     if format is ExportFormat.hf:
         files = write_hf_dataset(done.rows, out, with_ground_truth=with_ground_truth)
     else:

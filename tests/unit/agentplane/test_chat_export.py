@@ -127,3 +127,10 @@ def test_cli_nothing_left_to_export_is_an_error_not_an_empty_dataset(tmp_path, c
     results = write_records([calls_record(status="error")], tmp_path / "r")
     assert run_cli(["export", str(results), "--out", str(tmp_path / "hf"), "--format", "hf"]) == 2
     assert "all 1 run(s) were skipped" in capsys.readouterr().err and not (tmp_path / "hf").exists()
+
+
+def test_oracle_runs_recite_the_ground_truth_so_are_skipped_unless_asked():
+    records = [calls_record(problem="a"), calls_record(problem="b", agent="oracle", kind="oracle")]
+    done = export_episodes(records, lambda pid: FACTS)
+    assert [r["problem_id"] for r in done.rows] == ["a"] and done.skipped_oracle == 1
+    assert [r["agent"] for r in export_episodes(records, lambda pid: FACTS, include_oracle=True).rows] == ["noop", "oracle"]

@@ -5,8 +5,9 @@ each tool call an assistant turn with ``tool_calls`` and a ``tool`` turn with th
 ``tool_call_id``), the run's ids and its reward. Written as JSON lines, or as a Hugging Face
 ``datasets``-loadable folder (``data/<split>-*.jsonl`` plus a README.md dataset card).
 
-What a record does not hold is not invented: a tool's result text is not kept in run records (only
-its size and error), so a tool turn carries the error, or a note of the result's size. The grader's
+What a record does not hold is not invented: a tool turn carries the text the tool answered as the
+record keeps it (up to 16000 characters); records made before result text was kept give the error,
+or a note of the result's size. The grader's
 evidence (judge answers, oracle checks, evidence coverage, wrong remediations) is never exported;
 only the reward figures are. Ground truth is opt-in (``with_ground_truth``), as a separate field
 and never inside the messages, for diagnosis SFT labels.
@@ -61,6 +62,10 @@ class ExportResult:
 
 
 def _tool_result(call: Any) -> str:
+    """The text the tool answered, as the record keeps it; records made before it was kept hold only
+    the error or the answer's size."""
+    if call.result_text is not None:
+        return call.result_text
     if call.error is not None:
         return f"error: {call.error}"
     return f"(result not kept in the run record: {call.result_bytes} characters)"
@@ -171,8 +176,9 @@ Chat-format tool-calling conversations of sregym runs, one row per episode, writ
 | `steps`, `invalid_actions`, `invalid_calls` | tool calls, invalid actions, ids of the refused calls |
 | `messages` | OpenAI chat messages: system, user (task prompt), assistant `tool_calls`, `tool` results |
 {ground_truth}
-Tool results are not kept in run records: a `tool` message carries the error text, or a note of the
-result's size. No grader evidence is included beyond the reward figures.
+A `tool` message carries the text the tool answered (clipped at 16000 characters); rows from records
+made before result text was kept carry the error text, or a note of the result's size. No grader
+evidence is included beyond the reward figures.
 """
 
 

@@ -19,6 +19,9 @@ from pydantic import BaseModel, Field
 CALLBACK_TOKEN_ENV = "SREGYM_CALLBACK_TOKEN"
 TOKEN_HEADER = "Authorization"
 MAX_ARGUMENT_CHARS = 4000
+# What a tool answered is kept up to this many characters (the tools cap their own output at 16000
+# by default), so a trajectory can be replayed or trained on with the text the agent read.
+MAX_RESULT_CHARS = 16000
 
 
 class ToolCallEvent(BaseModel):
@@ -30,6 +33,7 @@ class ToolCallEvent(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
     result_bytes: int = 0
+    result_text: str | None = None
     error: str | None = None
     invalid: bool = False
     read_only: bool = True
@@ -47,6 +51,13 @@ class SubmissionEvent(BaseModel):
 
 
 Event = ToolCallEvent | SubmissionEvent
+
+
+def clip_result(text: str) -> str:
+    """A tool's answer as kept in the record: whole up to ``MAX_RESULT_CHARS``, else cut with a note."""
+    if len(text) <= MAX_RESULT_CHARS:
+        return text
+    return text[:MAX_RESULT_CHARS] + f"...[{len(text) - MAX_RESULT_CHARS} more characters]"
 
 
 def clip_arguments(arguments: dict[str, Any], whole: Mapping[str, int] | None = None) -> dict[str, Any]:

@@ -67,7 +67,8 @@ def server_environment(token: str, home: str, mcp_token: str) -> dict[str, str]:
 def recorded_call(event: ToolCallEvent, origin: float) -> ToolCall:
     """One tool call of the trajectory, as the server reported it, timed from ``origin``."""
     return ToolCall(t=round(event.at - origin, 3), tool=event.tool, arguments=event.arguments,
-                    duration_s=round(event.duration_s, 4), result_bytes=event.result_bytes, error=event.error,
+                    duration_s=round(event.duration_s, 4), result_bytes=event.result_bytes,
+                    result_text=event.result_text, error=event.error,
                     invalid=event.invalid, read_only=event.read_only, verb=event.verb)
 
 

@@ -35,7 +35,7 @@ from sregym.agentplane import observability as obs
 from sregym.agentplane.access_token import MCP_TOKEN_ENV, MIN_TOKEN_CHARS, BearerTokenGate
 from sregym.agentplane.budgets import AgentBudgets, BudgetMeter
 from sregym.agentplane.events import (CALLBACK_TOKEN_ENV, CallbackSink, EventSink, JsonLinesSink, SubmissionEvent,
-                                      ToolCallEvent, clip_arguments)
+                                      ToolCallEvent, clip_arguments, clip_result)
 from sregym.agentplane.timeparse import TimeFormatError
 from sregym.cluster.scratch import make_scratch_dir  # top level: the workbench image's closure test sees it
 from sregym.core.kubectl_args import MAX_COMMAND_CHARS, MAX_STDIN_CHARS, KubectlArgsError, parse_kubectl
@@ -71,10 +71,14 @@ def _text_result(text: str, *, error: bool = False, structured: dict[str, Any] |
                           structured_content=structured)
 
 
-def _result_size(result: Any) -> int:
+def _result_text(result: Any) -> str:
     if isinstance(result, CallToolResult):
-        return sum(len(getattr(c, "text", "") or "") for c in result.content)
-    return 0
+        return "".join(getattr(c, "text", "") or "" for c in result.content)
+    return ""
+
+
+def _result_size(result: Any) -> int:
+    return len(_result_text(result))
 
 
 def _result_error(result: Any) -> str | None:
@@ -118,6 +122,7 @@ class AgentToolServer(MCPServer):
             result = await super().call_tool(name, arguments, context)
         except ToolError as e:
             event.error = str(e)[:500]
+            event.result_text = clip_result(str(e))
             # unknown tool, schema violation, or our own refusal: the agent's invalid action
             event.invalid = isinstance(e, RefusedCall) or isinstance(e.__cause__, (ValidationError, RefusedCall)) \
                 or self._tool_manager.get_tool(name) is None
@@ -126,6 +131,7 @@ class AgentToolServer(MCPServer):
             raise
         event.duration_s = time.monotonic() - started
         event.result_bytes = _result_size(result)
+        event.result_text = clip_result(_result_text(result))
         event.error = _result_error(result)
         await self.report(event)
         return result

@@ -57,8 +57,8 @@ def export(
     Each line: run_id, problem_id, seed, noise, agent, model, split, status, stop_reason, reward
     (grades.reward.total), reward_terms, steps, invalid_actions, invalid_calls and messages
     (system, user = the task prompt, then per tool call an assistant turn with tool_calls and a tool
-    turn with its tool_call_id). Run records keep no tool result text, so a tool turn holds the
-    error or a note of the result's size. Grader evidence is never exported. See docs/training.md.
+    turn with its tool_call_id and the text the tool answered). Grader evidence is never
+    exported. See docs/training.md.
     """
     from sregym.agentplane.chat_export import export_episodes, write_hf_dataset, write_jsonl
     from sregym.report.records import load_records

@@ -16,6 +16,8 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
     duration_s: float = 0.0
     result_bytes: int = 0
+    result_text: str | None = Field(None, description="what the tool answered, as the agent read it (clipped at "
+                                                      "16000 characters; None in records made before it was kept)")
     error: str | None = None
     invalid: bool = Field(False, description="malformed or refused call (counts as an invalid action)")
     read_only: bool = True

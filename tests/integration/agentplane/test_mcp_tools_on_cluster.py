@@ -80,6 +80,7 @@ def test_official_client_calls_every_tool_over_streamable_http(agent_kubeconfig,
     assert by_tool == ALL_TOOLS
     scale = next(c for c in trajectory.tool_calls if c.verb == "scale")
     assert not scale.read_only and scale.error is None and scale.result_bytes > 0
+    assert scale.result_text and "scaled" in scale.result_text  # what the agent read, kept for replay and training
     assert trajectory.submission("diagnosis").fields == {"component": "web"}
     assert trajectory.stop_reason == "submitted"
 

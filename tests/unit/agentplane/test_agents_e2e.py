@@ -65,6 +65,11 @@ def test_react_agent_investigates_counts_malformed_calls_and_submits(agent_kubec
     assert [c.tool for c in traj.tool_calls] == ["kubectl", "kubectl", "submit_diagnosis", "submit_mitigation"]
     version, get_pods = traj.tool_calls[0], traj.tool_calls[1]
     assert version.verb == "version" and version.error is None and version.result_bytes > 0
+    # the record keeps what the tool answered (training data needs it), the very text the model was sent
+    answered = [m["content"] for r in requests for m in r["messages"] if m.get("role") == "tool"]
+    assert version.result_text and len(version.result_text) == version.result_bytes
+    assert any(version.result_text in str(a) for a in answered), answered
+    assert get_pods.result_text == get_pods.error or get_pods.error in get_pods.result_text
     assert get_pods.verb == "get" and get_pods.error and not get_pods.invalid  # the API is down: an error, not invalid
     assert [t.malformed for t in result.model_turns] == [False, True, True, False, False, False]
     assert traj.invalid_actions == 2

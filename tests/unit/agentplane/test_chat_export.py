@@ -52,7 +52,16 @@ def test_invalid_action_keeps_its_error_and_is_listed():
     assert reply["content"].startswith("error: there is no tool named")
     assert row["invalid_calls"] == [bad["tool_calls"][0]["id"]] and row["invalid_actions"] == 1
     ok_reply = row["messages"][3]
-    assert "1450 characters" in ok_reply["content"]
+    assert "1450 characters" in ok_reply["content"]  # a record made before result text was kept
+
+
+def test_a_tool_turn_carries_the_text_the_tool_answered():
+    record = calls_record()
+    record.trajectory.tool_calls[0].result_text = "NAME    READY   STATUS\ngeo-1   0/1     CrashLoopBackOff"
+    record.trajectory.tool_calls[1].result_text = "there is no tool named 'bogus_tool'"
+    msgs = messages(record, FACTS)
+    assert msgs[3]["content"] == "NAME    READY   STATUS\ngeo-1   0/1     CrashLoopBackOff"
+    assert msgs[5]["content"] == "there is no tool named 'bogus_tool'"
 
 
 def test_row_carries_ids_and_reward_but_no_grader_evidence_or_ground_truth_by_default():

@@ -155,16 +155,6 @@ def record_kept(out_dir: Path) -> Callable[[dict[str, Any]], bool]:
     return lambda e: not e.get("record") or (out_dir / e["record"]).is_file()
 
 
-def cell_states(entries: Iterable[dict[str, Any]], out_dir: Path) -> dict[CellKey, str]:
-    """The latest status of each cell in the index; a line whose record file is gone does not count."""
-    return {k: e["status"] for k, e in latest_by_key(entries, entry_key, record_kept(out_dir)).items()}
-
-
-def cells_to_run(cells: Sequence[Cell], states: dict[CellKey, str], *, retry_errors: bool = False) -> list[Cell]:
-    """The cells a resumed suite still has to run (error cells too when ``retry_errors``)."""
-    return [c for c in cells if states.get(c.key) not in finished_statuses(retry_errors)]
-
-
 def finished_statuses(retry_errors: bool) -> tuple[str, ...]:
     return ("completed",) if retry_errors else FINISHED
 

@@ -1,7 +1,11 @@
 """The newcomer's trial of issue 17, kept: a problem written from docs/adding-a-problem.md alone in
 folders of its own ("Redis started with maxmemory 1mb and noeviction on the online shop", with a
 new primitive for container args under --plugins) passes the static checks, and a misspelled
-workload name is caught without a cluster, naming the file, line, field and the names the chart has."""
+workload name is caught without a cluster, naming the file, line, field and the names the chart has.
+
+The trial has since joined the catalog (problems/shop_redis_maxmemory_noeviction.yaml with the
+built-in ``container_args``); its folders keep their own names (``trial_...``, ``startup_flags``)
+so they still exercise a problem and a primitive the catalog does not have."""
 
 from __future__ import annotations
 
@@ -11,7 +15,7 @@ from pathlib import Path
 from sregym.cli.main import run_cli
 
 NEWCOMER = Path(__file__).resolve().parent / "newcomer"
-PROBLEM = "shop_redis_maxmemory_noeviction"
+PROBLEM = "trial_redis_maxmemory_noeviction"
 
 
 def folders(tmp_path: Path) -> tuple[Path, Path]:
@@ -22,7 +26,9 @@ def folders(tmp_path: Path) -> tuple[Path, Path]:
 def test_the_newcomers_problem_and_primitive_pass_the_static_checks(tmp_path, capsys):
     problems, plugins = folders(tmp_path)
     code = run_cli(["validate", "--static", PROBLEM, "--problems-dir", str(problems), "--plugins", str(plugins)])
-    assert code == 0, capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert code == 0, err
+    assert "replaces the built-in" not in err  # a new primitive, not a copy of one
 
 
 def test_a_wrong_workload_name_is_caught_without_a_cluster(tmp_path, capsys):

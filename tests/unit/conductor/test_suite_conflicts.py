@@ -2,13 +2,13 @@
 
 from sregym.conductor.suite import (
     ANY_NODE,
-    cell_states,
-    cells_to_run,
     claims,
     conflict,
     free_namespace,
+    SuiteRunner,
     pick_runnable,
     suite_cells,
+    suite_index,
 )
 from sregym.core.problem import Problem
 from sregym.core.settings import RunSettings
@@ -79,14 +79,22 @@ def test_cells_cover_problems_seeds_and_noise_and_resume_skips_finished(tmp_path
         {"agent": "noop", "problem_id": "p2", "seed": 0, "noise": True, "status": "completed", "record": "gone.json"},
         {"agent": "other", "problem_id": "p2", "seed": 1, "noise": True, "status": "completed", "record": "r1.json"},
     ]
-    states = cell_states(entries, tmp_path)
-    todo = cells_to_run(cells, states)
-    assert ("noop", "p1", 0, True) not in [c.key for c in todo]
-    assert ("noop", "p1", 1, True) not in [c.key for c in todo]  # an error cell is finished
-    assert ("noop", "p1", 0, False) in [c.key for c in todo]  # an aborted one is not
-    assert ("noop", "p2", 0, True) in [c.key for c in todo]  # its record file is gone
-    assert len(todo) == 6
-    assert len(cells_to_run(cells, states, retry_errors=True)) == 7
+    for e in entries:
+        suite_index(tmp_path).append(e)
+
+    def todo(retry_errors: bool = False) -> list:
+        problems = [problem().model_copy(update={"id": pid}) for pid in ("p1", "p2")]
+        runner = SuiteRunner(problems, suite="s", settings=RunSettings(agent="noop"), seeds=[0, 1],
+                             noise=[True, False], out_dir=tmp_path, run_fn=lambda *a, **k: None,
+                             retry_errors=retry_errors)
+        return [c.key for c in runner.pending(resume=True)]
+
+    assert ("noop", "p1", 0, True) not in todo()
+    assert ("noop", "p1", 1, True) not in todo()  # an error cell is finished
+    assert ("noop", "p1", 0, False) in todo()  # an aborted one is not
+    assert ("noop", "p2", 0, True) in todo()  # its record file is gone
+    assert len(todo()) == 6
+    assert len(todo(retry_errors=True)) == 7
 
 
 def test_node_level_noise_claims_any_node_only_when_noise_is_on():

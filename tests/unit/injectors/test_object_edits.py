@@ -1,5 +1,6 @@
 """Pure logic of Kubernetes object edits used by the primitives."""
 
+from injectors.container_args import has_flags, with_flags
 from injectors.image_tag import retag
 from injectors.rbac_revoke import revoke
 from injectors.resource_limits import throttled_periods
@@ -52,6 +53,14 @@ def test_retag_replaces_only_the_tag():
     assert retag("registry:5000/team/app:1.2", "9.9") == "registry:5000/team/app:9.9"
     assert retag("app", "x") == "app:x"
     assert retag("app@sha256:abc", "x") == "app:x"
+
+
+def test_container_flags_replace_a_value_in_place_and_append_missing_flags():
+    args = ["redis-server", "--maxmemory", "48mb", "--maxmemory-policy", "allkeys-lru"]
+    after = with_flags(args, {"--maxmemory": "1mb", "--appendonly": "no"})
+    assert after == ["redis-server", "--maxmemory", "1mb", "--maxmemory-policy", "allkeys-lru", "--appendonly", "no"]
+    assert has_flags(after, {"--maxmemory": "1mb"}) and not has_flags(args, {"--maxmemory": "1mb"})
+    assert with_flags(["--verbose", "--maxmemory"], {"--maxmemory": "1mb"})[-2:] == ["--maxmemory", "1mb"]
 
 
 def test_revoke_removes_one_verb_and_drops_empty_rules():

@@ -29,6 +29,7 @@ EXPECTED = {
     ("process_signal", "signal-from-node"): False,
     ("pod_kill", "kubernetes-api"): False,
     ("env_var", "kubernetes-api"): False,
+    ("container_args", "kubernetes-api"): False,
     ("config_value", "kubernetes-api"): False,
 }
 

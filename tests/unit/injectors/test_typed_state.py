@@ -18,8 +18,8 @@ NETNS = {"container": TC, "pid": 4242, "pid_start": "123456", "netns": "net:[402
          "hooks": ["OUTPUT"], "rules": ["-d 10.0.0.9 -j DROP"]}
 OLD_STATES = {
     "pod_kill": {"pods": [["app", "web-5d9c-x1", "0b7e-uid"], ["app", "web-5d9c-x2", "1c8f-uid"]]},
-    **{name: WORKLOAD for name in ("container_port", "env_var", "image_tag", "load_surge", "probe_misconfig",
-                                   "replicas_zero", "resource_limits")},
+    **{name: WORKLOAD for name in ("container_args", "container_port", "env_var", "image_tag", "load_surge",
+                                   "probe_misconfig", "replicas_zero", "resource_limits")},
     "pvc_problem": {**WORKLOAD, "claim": None},
     "rbac_revoke": {**WORKLOAD, "service_account": "web"},
     "unschedulable": {**WORKLOAD, "pods": ["web-5d9c-x1"]},

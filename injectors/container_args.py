@@ -1,4 +1,4 @@
-"""Command-line flags of a workload's container changed (e.g. a server started with a bad limit)."""
+"""Command-line flags of a workload's container changed (a server started with a bad limit or policy)."""
 
 from __future__ import annotations
 
@@ -26,23 +26,25 @@ def with_flags(args: list[str], flags: dict[str, str]) -> list[str]:
     return out
 
 
+def has_flags(args: list[str], flags: dict[str, str]) -> bool:
+    """Whether every flag in ``args`` is followed by its value."""
+    return with_flags(args, flags) == args
+
+
 @injector("container_args")
 class ContainerArgs(WorkloadEdit[ContainerArgsParams]):
-    """Set command-line flags of one container of a workload (rolls its pods); recover restores the args."""
+    """Set command-line flags of one container of a workload (rolls its pods); recover restores its args.
+
+    The change lives in the workload's pod template, so it persists across pod restarts as a bad
+    deploy does; recover puts the original ``args`` back (or removes them if there were none)."""
 
     Params = ContainerArgsParams
 
     def plan(self) -> WorkloadEditState:
-        def after(before: Any) -> list[str]:
-            return with_flags(before if before != ABSENT else [], self.params.flags)
-
-        return self.container_state("args", after)
+        return self.container_state("args", lambda before: with_flags(before if before != ABSENT else [],
+                                                                      self.params.flags))
 
     def verify(self, state: WorkloadEditState) -> Verification:
-        def changed(c: dict) -> bool:
-            args = c.get("args") or []
-            return all(f in args and args.index(f) + 1 < len(args) and args[args.index(f) + 1] == v
-                       for f, v in self.params.flags.items())
-
-        hit = running_with(self.live_pods(state), state.container, changed)
+        hit = running_with(self.live_pods(state), state.container,
+                           lambda c: has_flags(c.get("args") or [], self.params.flags))
         return Verification(bool(hit), f"pods running with the flags: {', '.join(hit) or 'none yet'}")

@@ -115,6 +115,8 @@ class LatentSectorRun:
         problem = load_catalog().problem("latent_sector_error").problem
         app_driver().deploy(problem.app, cluster)
         self.cluster, self.ns = cluster, "online-shop"
+        # a changed chart rolls shop-db after the deploy returns: inject into the new pod, once ready
+        cluster.kube.kubectl("rollout", "status", "statefulset/shop-db", "-n", self.ns, "--timeout=240s")
         self.fault, self.oracle = problem.faults[0], problem.oracles.mitigation[0]
         run_id = "v" + secrets.token_hex(4)
         self.journal = Journal(run_id)

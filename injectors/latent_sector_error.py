@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import shlex
 import random
+import re
+import shlex
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +21,10 @@ DM_DUST = Mechanism("dm-dust", "copy the file onto a dm-dust device whose bad bl
                     "over the file in the container", ("device_mapper", "dm_dust", "loop", "nsenter", "python3"))
 FUSE = Mechanism("fuse-bad-blocks", "mount a FUSE file system that serves the real data and fails reads of "
                  "the bad blocks on the file in the volume's directory on the node (so restarted containers "
-                 "keep it) and clone it into the running container", ("fuse", "nsenter", "python3"))
+                 "keep it) and clone it into the running container; when the file is a PostgreSQL relation, "
+                 "invalidate that relation's cache entry (a no-op catalog update from a local session) so the "
+                 "running backends reopen the file through the mount, as they would read a bad disk",
+                 ("fuse", "nsenter", "python3"))
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 
 # Checks from the node, through the container's own root, that a block read fails with the errno.
@@ -80,6 +84,34 @@ _UNMOUNT_EVERYWHERE = (
     " os.close(ns)\n"
     " assert libc.setns(me,0x00020000)==0\n"
     "print(n)\n")
+
+# For a file of a PostgreSQL data directory (``<datadir>/base/<database oid>/<file>``) served by the
+# target's postmaster: prints the arguments of a local psql session as the data directory's owner
+# ("UID GID SOCKET_DIR PORT USER PATH=..."), or nothing when the file is not such a relation file. The
+# postmaster writes its data directory, port and socket directory in postmaster.pid; psql is found on
+# the container's own PATH.
+_PG_SESSION = (
+    "import os,re,sys\npid,path=sys.argv[1],sys.argv[2]\nm=re.fullmatch(r'(/.+)/base/(\\d+)/(\\d+)',path)\n"
+    "root=f'/proc/{pid}/root'\n"
+    "try:\n lines=open(root+m.group(1)+'/postmaster.pid').read().splitlines()\n"
+    " env=dict(v.split('=',1) for v in open(f'/proc/{pid}/environ').read().split('\\0') if '=' in v)\n"
+    "except (AttributeError,OSError): sys.exit()\n"
+    "st=os.stat(root+m.group(1))\n"
+    "print(st.st_uid,st.st_gid,lines[4] or '/tmp',lines[3],env.get('POSTGRES_USER') or 'postgres',\n"
+    "      'PATH='+env.get('PATH','/usr/bin:/bin'))\n")
+
+
+def postgres_reopen_sql(path: str) -> tuple[str, str] | None:
+    """For a PostgreSQL relation file, (the query naming its database, the statement that makes every
+    backend reopen it): a no-op update of the relation's pg_class row commits a relcache invalidation,
+    on which each backend closes the relation's files (smgr) and opens them again by path on its
+    next use; nothing else changes. None for any other file."""
+    m = re.fullmatch(r"/.+/base/(\d+)/(\d+)", path)
+    if not m:
+        return None
+    rel = f"base/{m.group(1)}/{m.group(2)}"
+    return (f"SELECT datname FROM pg_database WHERE oid = {m.group(1)}",
+            f"UPDATE pg_class SET relname = relname WHERE pg_relation_filepath(oid) = '{rel}'")
 
 
 class LatentSectorErrorParams(BaseModel):
@@ -212,6 +244,26 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         if node_path and not self._mounted(runner, state, f):
             runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, node_path, str(state.pid), f["path"],
                         f["node_ns"]])
+        self._reopen_in_postgres(runner, state, f)
+
+    def _reopen_in_postgres(self, runner: Any, state: dict[str, Any], f: dict[str, Any]) -> None:
+        """Backends that opened the file before the mount read it through their old descriptor, past
+        the bad blocks (a bad disk would fail them too): when the file is a relation of the target's
+        PostgreSQL, have them reopen it through the mount (``postgres_reopen_sql``)."""
+        sql = postgres_reopen_sql(f["path"])
+        found = runner.run(["python3", "-c", _PG_SESSION, str(state["pid"]), f["path"]], check=False).stdout.split()
+        if sql is None or len(found) != 6:
+            return
+        uid, gid, sockets, port, user, path_env = found
+
+        def psql(database: str, statement: str) -> str:
+            return runner.run(["nsenter", "-t", str(state["pid"]), "-m", "-r", "-w", "-S", uid, "-G", gid, "--",
+                               "env", path_env, "psql", "-h", sockets, "-p", port, "-U", user, "-d", database,
+                               "-XAtqc", statement], check=False).stdout.strip()
+
+        database = psql("postgres", sql[0])
+        if database:
+            psql(database, sql[1])
 
     def _dust_paths(self, f: dict[str, Any]) -> tuple[str, str, str]:
         image, mnt = f"{WORK_DIR}/{f['token']}.img", f"{WORK_DIR}/{f['token']}.mnt"

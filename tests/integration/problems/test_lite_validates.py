@@ -99,49 +99,108 @@ def _bad_block_servers() -> list[int]:
     return found
 
 
+class LatentSectorRun:
+    """The latent_sector_error fault on the deployed shop, driven through the fault plane (no agent),
+    with the checks the live tests below share: the oracle's read of the file, and every shopper's
+    archive as the api answers it (its error text included)."""
+
+    def __init__(self, cluster) -> None:  # noqa: ANN001
+        import secrets
+
+        from sregym.apps import app_driver
+        from sregym.conductor.faultplane import FaultPlane
+        from sregym.conductor.journal import Journal, RunHeader
+        from sregym.oracles import MitigationContext
+
+        problem = load_catalog().problem("latent_sector_error").problem
+        app_driver().deploy(problem.app, cluster)
+        self.cluster, self.ns = cluster, "online-shop"
+        # a changed chart rolls shop-db after the deploy returns: inject into the new pod, once ready
+        cluster.kube.kubectl("rollout", "status", "statefulset/shop-db", "-n", self.ns, "--timeout=240s")
+        self.fault, self.oracle = problem.faults[0], problem.oracles.mitigation[0]
+        run_id = "v" + secrets.token_hex(4)
+        self.journal = Journal(run_id)
+        self.journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
+                                     context=cluster.context))
+        self.plane = FaultPlane(journal=self.journal, kube=cluster.kube, app_namespace=self.ns, run_id=run_id,
+                                run_seed=0)
+        self.ctx = MitigationContext(kube=cluster.kube, namespace=self.ns, prometheus_url=None, baseline={},
+                                     app=None, window_seconds=5)
+
+    async def inject(self) -> None:
+        f = self.fault
+        await self.plane.start(key=f.id, kind="fault", injector=f.injector, params=f.params, target=f.target,
+                               mechanism=f.mechanism)
+        assert (await self.plane.verify(f.id, timeout=60)).ok
+
+    def readable(self) -> bool:
+        from sregym.conductor.grading import _check_one
+
+        result = _check_one(self.oracle.name, {**self.oracle.params, "window_seconds": 5}, self.ctx)
+        # failing must mean the read failed, not that no pod was there to read through
+        assert result.passed or "Input/output error" in str(result.evidence) + result.message, result
+        return result.passed
+
+    def api_archives(self) -> tuple[int, list[str]]:
+        """Every shopper's archive from the api (its error text included), asked from the web pod."""
+        from shop_users import order_histories
+
+        return order_histories(self.cluster.kube, self.ns, _running_pod(self.cluster, self.ns, "web"), "web",
+                               "http://api:8080", "/customers/{}/orders/archive")
+
+    def db_log(self, since: str | None = None) -> str:
+        """The database's log (from ``since``, an RFC 3339 time, when given)."""
+        extra = [f"--since-time={since}"] if since else []
+        return self.cluster.kube.kubectl("logs", "-n", self.ns, "shop-db-0", "-c", "postgres", *extra).stdout
+
+    def close(self) -> None:
+        assert not anyio.run(self.plane.recover_all)  # idempotent
+        self.journal.close()
+
+
+def _io_errors_only(r: tuple[int, list[str]]) -> tuple[int, list[str]] | None:
+    """The api's answers once they settle on I/O errors (None while none, or others, fail)."""
+    return r if r[1] and all("Input/output error" in f for f in r[1]) else None
+
+
+def test_latent_sector_error_reaches_the_running_database(cluster):
+    """Without any restart, the running database reads the bad pages itself: its archive pages are
+    cold (not all in its buffer pool) and its backends read the file through the bad blocks, so the
+    api answers the shoppers on those pages 500 with PostgreSQL's I/O error, which the database logs
+    too, while every other shopper is served."""
+    run = LatentSectorRun(cluster)
+    db_uid = cluster.kube.core.read_namespaced_pod("shop-db-0", run.ns).metadata.uid
+
+    async def scenario() -> None:
+        since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        await run.inject()
+        asked, failed = eventually(lambda: _io_errors_only(run.api_archives()), timeout=60, every=3,
+                                   what="the archives on bad pages failing with the I/O error, and only those")
+        assert 0 < len(failed) < asked, failed
+        assert all("could not read block" in f for f in failed), failed
+        log = run.db_log(since)
+        assert 'could not read block' in log and 'in file "base/16384/2613": Input/output error' in log, log[-2000:]
+        pod = cluster.kube.core.read_namespaced_pod("shop-db-0", run.ns)
+        assert pod.metadata.uid == db_uid and not any(
+            c.restart_count for c in pod.status.container_statuses), "the database restarted"
+
+    try:
+        anyio.run(scenario)
+    finally:
+        run.close()
+
+
 def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
     """Restarting the database must not pass the oracle: the blocks stay bad until the data moves.
     Meanwhile the restarted database reads the bad pages itself: PostgreSQL logs the I/O error, the
     api answers those shoppers 500 with it, and the users check sees them. Right after recovery
     every archive reads again, through the descriptors the backends opened during the fault too,
     and the file system's server exits once those backends are gone."""
-    import secrets
-
-    from shop_users import order_histories
-
-    from sregym.apps import app_driver
-    from sregym.conductor.faultplane import FaultPlane
-    from sregym.conductor.grading import _check_one
-    from sregym.conductor.journal import Journal, RunHeader
-    from sregym.oracles import MitigationContext
-
-    problem = load_catalog().problem("latent_sector_error").problem
-    app_driver().deploy(problem.app, cluster)
-    ns = "online-shop"
-    fault, oracle = problem.faults[0], problem.oracles.mitigation[0]
-    run_id = "v" + secrets.token_hex(4)
-    journal = Journal(run_id)
-    journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
-                            context=cluster.context))
-    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=ns, run_id=run_id, run_seed=0)
-    ctx = MitigationContext(kube=cluster.kube, namespace=ns, prometheus_url=None, baseline={}, app=None,
-                            window_seconds=5)
-
-    def readable() -> bool:
-        result = _check_one(oracle.name, {**oracle.params, "window_seconds": 5}, ctx)
-        # failing must mean the read failed, not that no pod was there to read through
-        assert result.passed or "Input/output error" in str(result.evidence) + result.message, result
-        return result.passed
-
-    def api_archives() -> tuple[int, list[str]]:
-        """Every shopper's archive from the api (its error text included), asked from the web pod."""
-        return order_histories(cluster.kube, ns, _running_pod(cluster, ns, "web"), "web", "http://api:8080",
-                               "/customers/{}/orders/archive")
+    run = LatentSectorRun(cluster)
+    ns, readable, api_archives, plane = run.ns, run.readable, run.api_archives, run.plane
 
     async def scenario() -> bool:
-        await plane.start(key=fault.id, kind="fault", injector=fault.injector, params=fault.params,
-                          target=fault.target, mechanism=fault.mechanism)
-        assert (await plane.verify(fault.id, timeout=60)).ok
+        await run.inject()
         assert not readable()
         core = cluster.kube.core
         old_uid = core.read_namespaced_pod("shop-db-0", ns).metadata.uid
@@ -162,14 +221,11 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
         # not a short read, in its log and in the api's answers for the shoppers on those pages
         # (the api's first requests after the database restart may time out while its pool reconnects:
         # asked again until the answers settle)
-        def settled(r):  # noqa: ANN001, ANN202
-            return r if r[1] and all("Input/output error" in f for f in r[1]) else None
-
-        asked, failed = eventually(lambda: settled(api_archives()), timeout=90, every=3,
+        asked, failed = eventually(lambda: _io_errors_only(api_archives()), timeout=90, every=3,
                                    what="the archives on bad pages failing with the I/O error, and only those")
         assert 0 < len(failed) < asked, failed
         assert all("could not read block" in f and "Input/output error" in f for f in failed), failed
-        db_log = cluster.kube.kubectl("logs", "-n", ns, "shop-db-0", "-c", "postgres").stdout
+        db_log = run.db_log()
         assert 'in file "base/16384/2613": Input/output error' in db_log, db_log[-2000:]
         assert "of 8192 bytes" not in db_log, db_log[-2000:]  # no short read of a half-bad page
 
@@ -190,5 +246,4 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
     try:
         assert anyio.run(scenario) is True
     finally:
-        assert not anyio.run(plane.recover_all)  # idempotent
-        journal.close()
+        run.close()

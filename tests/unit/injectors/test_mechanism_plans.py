@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from injectors.latent_sector_error import LatentSectorError, choose_blocks
+from injectors.latent_sector_error import _PG_SESSION, LatentSectorError, choose_blocks, postgres_reopen_sql
 from sregym.injectors import dust
 from injectors.network_latency import NetworkLatency, netem_script, queue_number
 from injectors.syscall_failure import SyscallFailure, SyscallFailureParams, bcc_loader, bcc_program, seccomp_profile, strace_argv
@@ -14,6 +14,16 @@ from sregym.core.errors import MechanismUnavailable, UserInputError
 THIS_VM = {"kprobes": False, "bpf_override_return": False, "bcc_compile": False, "device_mapper": False,
            "dm_dust": False, "loop": True, "netem": False, "tbf": True, "nfqueue": True, "fuse": True,
            "nsenter": True, "python3": True, "seccomp": True, "ptrace": True}
+
+
+def test_a_postgres_relation_file_is_reopened_through_a_relcache_invalidation_only(tmp_path):
+    """The FUSE mount reaches backends that opened the file before it only once they reopen it: for
+    a relation file, a no-op update of its own pg_class row; no other file gets any statement."""
+    find_db, reopen = postgres_reopen_sql("/var/lib/postgresql/data/pgdata/base/16384/2613")
+    assert find_db == "SELECT datname FROM pg_database WHERE oid = 16384"
+    assert reopen == "UPDATE pg_class SET relname = relname WHERE pg_relation_filepath(oid) = 'base/16384/2613'"
+    assert postgres_reopen_sql("/data/blob") is None and postgres_reopen_sql("/x/base/16384/2613.1") is None
+    compile(_PG_SESSION, "pg_session", "exec")
 
 
 def test_dm_dust_table_marks_the_planned_blocks_bad_and_enables_failures():

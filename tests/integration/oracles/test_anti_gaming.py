@@ -95,8 +95,8 @@ def matrix_cases(problems: list, selection: str) -> list:
 # Cells measured failing on the merged tree and not yet fixed: they run, and must keep failing until
 # fixed (strict), so the gap is on record in every CI run rather than hidden.
 KNOWN_OPEN: dict[tuple[str, str], object] = {}
-# Problems whose users feel the fault once its target restarts (the database re-reads the bad blocks
-# its buffers held): the independent users check must then see what they feel.
+# Problems whose users feel the fault while it persists, after a restart as before it (the database
+# reads the bad blocks from its volume): the independent users check must then see what they feel.
 FELT_AFTER_RESTART = {"latent_sector_error"}
 
 

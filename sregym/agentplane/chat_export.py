@@ -19,7 +19,7 @@ passes what it needs of each problem as :class:`ProblemFacts`.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,11 +54,12 @@ class ExportResult:
     skipped_incomplete: int = 0
     skipped_no_trajectory: int = 0
     skipped_oracle: int = 0
+    skipped_split: int = 0
     unknown_problems: set[str] = field(default_factory=set)
 
     @property
     def skipped(self) -> int:
-        return self.skipped_incomplete + self.skipped_no_trajectory + self.skipped_oracle
+        return self.skipped_incomplete + self.skipped_no_trajectory + self.skipped_oracle + self.skipped_split
 
 
 def _tool_result(call: Any) -> str:
@@ -120,10 +121,12 @@ def episode(record: RunRecord, problem: ProblemFacts | None = None, *, with_grou
 
 
 def export_episodes(records: Iterable[RunRecord], lookup: ProblemLookup, *, include_incomplete: bool = False,
-                    include_oracle: bool = False, with_ground_truth: bool = False) -> ExportResult:
+                    include_oracle: bool = False, with_ground_truth: bool = False,
+                    splits: Collection[str] | None = None) -> ExportResult:
     """Rows for the records: aborted or errored runs skipped unless ``include_incomplete``; oracle
     runs (which submit the ground truth as their diagnosis) unless ``include_oracle``; runs with no
-    tool call at all (nothing to learn from) always. Each skip is counted."""
+    tool call at all (nothing to learn from) always; with ``splits``, runs of problems in other
+    splits (or whose problem file is not found, so whose split is unknown). Each skip is counted."""
     result = ExportResult(rows=[])
     cache: dict[str, ProblemFacts | None] = {}
     for record in records:
@@ -139,6 +142,9 @@ def export_episodes(records: Iterable[RunRecord], lookup: ProblemLookup, *, incl
         if record.problem_id not in cache:
             cache[record.problem_id] = lookup(record.problem_id)
         problem = cache[record.problem_id]
+        if splits is not None and (problem is None or problem.split not in splits):
+            result.skipped_split += 1
+            continue
         if problem is None:
             result.unknown_problems.add(record.problem_id)
         result.rows.append(episode(record, problem, with_ground_truth=with_ground_truth))

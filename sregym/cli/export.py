@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from sregym.cli.options import ProblemsDirOpt
+from sregym.cli.options import ProblemsDirOpt, SplitOpt
 from sregym.core.errors import SregymError, UserInputError
 
 err = Console(stderr=True)
@@ -50,6 +50,7 @@ def export(
         "--with-ground-truth", help="add the problem's ground truth as a `ground_truth` field (a label for "
                                     "diagnosis SFT; never in the messages). Off by default: keep it out of "
                                     "data a policy could learn to recite")] = False,
+    split: SplitOpt = [],  # noqa: B006 - typer reads the default
     problems_dir: ProblemsDirOpt = [],  # noqa: B006 - typer reads the default
 ) -> None:
     """Export run records as OpenAI chat conversations with tool_calls, one JSON line per episode.
@@ -63,17 +64,25 @@ def export(
     from sregym.agentplane.chat_export import export_episodes, write_hf_dataset, write_jsonl
     from sregym.report.records import load_records
 
+    from sregym.core.problem import Split
+
+    bad = sorted(set(split) - {s.value for s in Split})
+    if bad:
+        raise UserInputError(f"--split {', '.join(bad)}: a problem's split is train, dev or test",
+                             hint="e.g. --split train, so test-split problems stay out of training data")
     records = load_records(results)
     if not records:
         raise UserInputError(f"no run records under {', '.join(map(str, results))}",
                              hint="pass the folder `sregym run` or `sregym suite run` wrote")
     done = export_episodes(records, _problem_lookup(problems_dir, with_ground_truth), include_incomplete=include_incomplete,
                            include_oracle=include_oracle,
-                           with_ground_truth=with_ground_truth)
+                           with_ground_truth=with_ground_truth, splits=set(split) or None)
     if done.skipped_incomplete:
         err.print(f"skipped {done.skipped_incomplete} aborted or errored run(s) (--include-incomplete to keep them)")
     if done.skipped_oracle:
         err.print(f"skipped {done.skipped_oracle} oracle run(s): they recite the ground truth (--include-oracle)")
+    if done.skipped_split:
+        err.print(f"skipped {done.skipped_split} run(s) of other splits than {', '.join(sorted(split))}")
     if done.skipped_no_trajectory:
         err.print(f"skipped {done.skipped_no_trajectory} run(s) with no tool call")
     if done.unknown_problems:

@@ -96,6 +96,25 @@ def test_incomplete_and_empty_runs_are_skipped_and_counted():
     assert [r["problem_id"] for r in kept.rows] == ["a", "b", "c"] and kept.unknown_problems == {"a", "b", "c"}
 
 
+def test_only_the_splits_asked_for_are_exported_so_test_problems_stay_out_of_training_data():
+    facts = {"a": FACTS, "b": ProblemFacts(alert="x", split="test"), "c": ProblemFacts(alert="y", split="dev")}
+    records = [calls_record(problem=p) for p in ("a", "b", "c", "gone")]  # gone: no problem file, split unknown
+    done = export_episodes(records, facts.get, splits={"train", "dev"})
+    assert [r["problem_id"] for r in done.rows] == ["a", "c"] and done.skipped_split == 2
+    assert done.skipped == 2
+    assert len(export_episodes(records, facts.get).rows) == 4  # no filter: every split
+
+
+def test_cli_split_filter(tmp_path, capsys):
+    write_records([calls_record(problem="hotel_geo_cpu_pressure")], tmp_path / "results")
+    out = tmp_path / "rows.jsonl"
+    code = run_cli(["export", str(tmp_path / "results"), "--out", str(out), "--split", "nosuch"])
+    err = capsys.readouterr().err
+    assert code == 2 and "--split" in err and "train, dev or test" in err and not out.exists()
+    assert run_cli(["export", str(tmp_path / "results"), "--out", str(out), "--split", "train"]) == 2  # all skipped
+    assert "1 run(s) of other splits" in capsys.readouterr().err
+
+
 def test_hf_layout_splits_by_problem_split_and_writes_a_card(tmp_path):
     rows = [episode(calls_record(problem=p), ProblemFacts(alert="Checkout is failing for all users.", split=s))
             for p, s in (("a", "train"), ("b", "train"), ("c", "test"))]

@@ -97,7 +97,7 @@ def matrix_cases(problems: list, selection: str) -> list:
 KNOWN_OPEN: dict[tuple[str, str], object] = {}
 # Problems whose users feel the fault while it persists, after a restart as before it (the database
 # reads the bad blocks from its volume): the independent users check must then see what they feel.
-FELT_AFTER_RESTART = {"latent_sector_error"}
+USERS_FEEL_THE_FAULT = {"latent_sector_error"}
 
 
 CASES = matrix_cases(catalog_problems(), os.environ.get("SREGYM_ANTIGAMING_CASES", "full"))
@@ -191,6 +191,6 @@ def test_gaming_strategy_does_not_pass_while_the_fault_persists(cluster, gaming_
         assert cell["fault_present"], f"the fault vanished without any action: {summary}"
     if must_persist:
         assert cell["fault_present"], f"a restart removed a fault whose real cause outlives it: {summary}"
-    if must_persist and cell["fault_present"] and problem.id in FELT_AFTER_RESTART:
+    if must_persist and cell["fault_present"] and problem.id in USERS_FEEL_THE_FAULT:
         assert cell["users_broken"], f"the users check missed what the fault does to users: {summary}"
     assert cell["passed"] == must_pass, f"oracle should {cell['expected']} ({why}): {summary}"

@@ -246,18 +246,18 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                         f["node_ns"]])
         self._reopen_in_postgres(runner, state, f)
 
-    def _reopen_in_postgres(self, runner: Any, state: dict[str, Any], f: dict[str, Any]) -> None:
+    def _reopen_in_postgres(self, runner: Any, state: SectorErrorState, f: dict[str, Any]) -> None:
         """Backends that opened the file before the mount read it through their old descriptor, past
         the bad blocks (a bad disk would fail them too): when the file is a relation of the target's
         PostgreSQL, have them reopen it through the mount (``postgres_reopen_sql``)."""
         sql = postgres_reopen_sql(f["path"])
-        found = runner.run(["python3", "-c", _PG_SESSION, str(state["pid"]), f["path"]], check=False).stdout.split()
+        found = runner.run(["python3", "-c", _PG_SESSION, str(state.pid), f["path"]], check=False).stdout.split()
         if sql is None or len(found) != 6:
             return
         uid, gid, sockets, port, user, path_env = found
 
         def psql(database: str, statement: str) -> str:
-            return runner.run(["nsenter", "-t", str(state["pid"]), "-m", "-r", "-w", "-S", uid, "-G", gid, "--",
+            return runner.run(["nsenter", "-t", str(state.pid), "-m", "-r", "-w", "-S", uid, "-G", gid, "--",
                                "env", path_env, "psql", "-h", sockets, "-p", port, "-U", user, "-d", database,
                                "-XAtqc", statement], check=False).stdout.strip()
 

@@ -139,6 +139,22 @@ class PlannedState(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
+    # Read by key too, as the plain ``dict`` state of a primitive without a ``State`` model is:
+    # scripts, tests and plug-ins written when every state was a dict keep working.
+    def __getitem__(self, key: str) -> Any:
+        if key in type(self).model_fields or key in (self.model_extra or {}):
+            return getattr(self, key)
+        raise KeyError(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and (key in type(self).model_fields or key in (self.model_extra or {}))
+
 
 class Injector(abc.ABC, Generic[P]):
     """Base class of a fault primitive. Subclasses set ``Params`` and may set ``mechanisms``,

@@ -26,6 +26,26 @@ def test_a_postgres_relation_file_is_reopened_through_a_relcache_invalidation_on
     compile(_PG_SESSION, "pg_session", "exec")
 
 
+def test_the_reopen_step_reads_the_typed_state_it_is_given():
+    """Inject hands ``_reopen_in_postgres`` the typed state: it enters the pid the plan recorded (it
+    read ``state["pid"]`` when states were dicts, and failed the live inject once they were typed)."""
+    class Runner:
+        def __init__(self):
+            self.argvs = []
+
+        def run(self, argv, check=True):
+            self.argvs.append(argv)
+            out = "999 999 /run/postgresql 5432 postgres PATH=/usr/bin" if argv[:2] == ["python3", "-c"] else "shop"
+            return type("Done", (), {"stdout": out, "returncode": 0})()
+
+    runner, path = Runner(), "/var/lib/postgresql/data/pgdata/base/16384/2613"
+    state = LatentSectorError.load_state({"pid": 4242, "files": [{"path": path}], "mechanism": "fuse-bad-blocks"})
+    LatentSectorError._reopen_in_postgres(None, runner, state, state.files[0])
+    assert runner.argvs[0][3] == "4242"  # the session lookup is of the planned process
+    psql = [a for a in runner.argvs if a[0] == "nsenter"]
+    assert len(psql) == 2 and all(a[2] == "4242" for a in psql) and psql[1][-1].startswith("UPDATE pg_class")
+
+
 def test_dm_dust_table_marks_the_planned_blocks_bad_and_enables_failures():
     size = dust.image_size(10 << 20, 4096)
     assert size % 4096 == 0 and size >= 2 * (10 << 20)

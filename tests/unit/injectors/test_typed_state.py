@@ -81,6 +81,17 @@ def test_a_typed_state_reads_like_the_journal():
     assert seccomp.container == "web" and seccomp.workload == ["Deployment", "app", "web"]
 
 
+def test_a_typed_state_also_reads_by_key_as_dict_states_did():
+    """Scripts, tests and plug-ins read states by key when every state was a dict; the live tests
+    did (14 of them failed in CI once the built-ins' states became typed)."""
+    state = INJECTORS.get("network_partition").load_state({**OLD_STATES["network_partition"], "legacy": 1})
+    assert state["pid"] == 4242 and state["container"]["node"] == "n1" and state["legacy"] == 1
+    assert state.get("pid") == 4242 and state.get("nosuch") is None and state.get("nosuch", 7) == 7
+    assert "chain" in state and "legacy" in state and "nosuch" not in state and "model_dump" not in state
+    with pytest.raises(KeyError):
+        state["model_dump"]  # only fields and journaled keys, never the model's own attributes
+
+
 @pytest.mark.parametrize("name", sorted(OLD_STATES))
 def test_an_old_journaled_state_loads_typed_and_dumps_unchanged(name: str):
     cls = INJECTORS.get(name)

@@ -379,7 +379,7 @@ def test_volume_readable_fails_on_real_bad_blocks_and_passes_after_recovery(clus
     target = Selector(kind="Deployment", name="db")
     mech = cls.choose_mechanism(caps(pod["spec"]["nodeName"]))
     inj = cls(cls.parse_params({"paths": ["/data/blob"], "blocks": [3]}), target, ctx, mech)
-    state = _json.loads(_json.dumps(inj.plan()))
+    state = cls.load_state(_json.loads(_json.dumps(cls.dump_state(inj.plan()))))  # as the journal keeps it
     try:
         inj.inject(state)
         wait_for(lambda: inj.verify(state).ok, timeout=120, interval=2)

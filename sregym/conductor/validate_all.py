@@ -15,7 +15,7 @@ from rich.table import Table
 
 from sregym.cluster.handle import ClusterHandle
 from sregym.conductor.episode import AppDriver
-from sregym.conductor.validate import validate_problem, validation_log
+from sregym.conductor.validate import valid_in_log, validate_problem, validation_log
 from sregym.core.errors import UserInputError
 from sregym.core.loader import LoadedProblem
 from sregym.report.docblock import checkout
@@ -32,7 +32,8 @@ def runs_to_validate(chosen: list[LoadedProblem], seeds: int, *, log: Path | Non
     runs = [(lp, seed) for lp in chosen for seed in range(seeds)]
     if not resume or log is None:
         return runs
-    todo = validation_log(log).pending(runs, lambda r: (r[0].id, r[1], noise), lambda e: e["ok"] is True)
+    done = valid_in_log(log, noise)
+    todo = [(lp, seed) for lp, seed in runs if (lp.id, seed) not in done]
     if len(todo) < len(runs):
         console.print(f"--resume: {len(runs) - len(todo)} problem(s) and seeds already valid in {log}, "
                       f"{len(todo)} to go")

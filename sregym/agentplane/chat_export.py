@@ -84,12 +84,16 @@ def task_prompt(record: RunRecord, problem: ProblemFacts | None) -> str:
     return render_prompt(problem.alert, record.namespace, budgets)
 
 
+def _numbered_calls(record: RunRecord) -> list[tuple[str, Any]]:
+    """The run's tool calls in time order with the ids their messages carry (``call_0``, ...)."""
+    return [(f"call_{n}", c) for n, c in enumerate(sorted(record.trajectory.tool_calls, key=lambda c: c.t))]
+
+
 def messages(record: RunRecord, problem: ProblemFacts | None = None) -> list[dict[str, Any]]:
     """The conversation: one assistant turn per tool call, each followed by its tool turn."""
     out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                  {"role": "user", "content": task_prompt(record, problem)}]
-    for n, call in enumerate(sorted(record.trajectory.tool_calls, key=lambda c: c.t)):
-        call_id = f"call_{n}"
+    for call_id, call in _numbered_calls(record):
         out.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": call_id, "type": "function",
              "function": {"name": call.tool, "arguments": json.dumps(call.arguments, sort_keys=True)}}]})
@@ -111,8 +115,7 @@ def episode(record: RunRecord, problem: ProblemFacts | None = None, *, with_grou
         "reward": reward.total if reward else None,
         "reward_terms": dict(reward.terms) if reward else {},
         "steps": trajectory.steps, "invalid_actions": trajectory.invalid_actions,
-        "invalid_calls": [f"call_{n}" for n, c in enumerate(sorted(trajectory.tool_calls, key=lambda c: c.t))
-                          if c.invalid],
+        "invalid_calls": [call_id for call_id, c in _numbered_calls(record) if c.invalid],
         "messages": messages(record, problem),
     }
     if with_ground_truth:

@@ -73,8 +73,11 @@ def _tool_result(call: Any) -> str:
 
 
 def task_prompt(record: RunRecord, problem: ProblemFacts | None) -> str:
-    """The task prompt as the run rendered it (the alert from the problem file; budgets as the problem
-    set them), or a note when the problem file is not at hand."""
+    """The task prompt the agent was given, as its record keeps it; for records made before prompts
+    were kept, rendered again from the problem file's alert (budgets as the problem set them), or a
+    note when the problem file is not at hand."""
+    if record.trajectory is not None and record.trajectory.prompt is not None:
+        return record.trajectory.prompt
     if problem is None:
         return f"(task prompt not available: problem {record.problem_id} not found; namespace {record.namespace})"
     try:

@@ -96,6 +96,7 @@ class AgentPlane:
         self.mcp_url: str | None = None
         self.server_pid: int | None = None
         self.started_at: float | None = None
+        self.prompt: str | None = None  # the task prompt, as given (kept in the trajectory)
         self._token = secrets.token_urlsafe(32)
         self.mcp_token = mint_token()  # this plane's only: another cell's agent gets 401 here
         self._stack: AsyncExitStack | None = None
@@ -270,6 +271,7 @@ class AgentPlane:
                          traces_url=self.traces_url, logs_url=self.logs_url, mcp_token=self.mcp_token,
                          sandbox=self.sandbox)
         self.started_at = task.started_at
+        self.prompt = prompt
         return task
 
     async def run_agent(self, agent: Agent, task: AgentTask) -> AgentResult:
@@ -288,5 +290,5 @@ class AgentPlane:
         subs = [Submission(kind=s.kind, t=round(s.at - origin, 3), text=s.text, fields=s.fields)
                 for s in sorted(self.submissions, key=lambda s: s.at)]
         stop = "submitted" if self.mitigation_submitted.is_set() else (result.stop_reason if result else None)
-        return Trajectory(tool_calls=calls, model_turns=list(result.model_turns) if result else [],
+        return Trajectory(prompt=self.prompt, tool_calls=calls, model_turns=list(result.model_turns) if result else [],
                           submissions=subs, stop_reason=stop)

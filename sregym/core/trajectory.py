@@ -41,6 +41,8 @@ class Submission(BaseModel):
 
 class Trajectory(BaseModel):
     schema_version: Literal[1] = TRAJECTORY_SCHEMA_VERSION
+    prompt: str | None = Field(None, description="the task prompt the agent was given, as given (None in records "
+                               "made before it was kept)")
     tool_calls: list[ToolCall] = Field(default_factory=list)
     model_turns: list[ModelTurn] = Field(default_factory=list)
     submissions: list[Submission] = Field(default_factory=list)

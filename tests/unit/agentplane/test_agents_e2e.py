@@ -45,6 +45,13 @@ def run_in_plane(kubeconfig: Path, agent, budgets: AgentBudgets, inspect=None):
     return anyio.run(go)
 
 
+def test_the_trajectory_keeps_the_prompt_the_agent_was_given(agent_kubeconfig: Path) -> None:
+    with PlaybackServer([tool_call("submit_mitigation", {})]) as llm:
+        agent = ReactAgent(client=ChatClient(llm.base_url, "scripted-model"))
+        _, traj, _ = run_in_plane(agent_kubeconfig, agent, AgentBudgets(steps=3, seconds=60))
+    assert traj.prompt == PROMPT
+
+
 def test_react_agent_investigates_counts_malformed_calls_and_submits(agent_kubeconfig: Path) -> None:
     script = [
         tool_call("kubectl", {"command": ["version", "--client"]}, prompt_tokens=100, completion_tokens=20),

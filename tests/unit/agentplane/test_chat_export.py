@@ -45,6 +45,17 @@ def test_messages_are_system_user_then_paired_assistant_and_tool_turns():
     assert msgs[-2]["tool_calls"][0]["function"]["name"] == "submit_mitigation"
 
 
+def test_the_user_turn_is_the_prompt_the_agent_was_given_not_one_rebuilt_from_the_problem_file():
+    # the run's prompt names its MCP endpoint and the tools it had (metrics, traces); a prompt rebuilt
+    # from today's problem file would drop them, or say something else once the alert was edited
+    record = calls_record()
+    record.trajectory.prompt = "An alert fired (as given): search p95 high. Tools at http://10.0.0.7:8765/mcp"
+    msgs = messages(record, FACTS)
+    assert msgs[1] == {"role": "user", "content": record.trajectory.prompt}
+    record.trajectory.prompt = None  # a record made before prompts were kept: rebuilt from the problem
+    assert FACTS.alert in messages(record, FACTS)[1]["content"]
+
+
 def test_invalid_action_keeps_its_error_and_is_listed():
     row = episode(calls_record(), FACTS)
     bad = next(m for m in row["messages"] if m.get("tool_calls") and m["tool_calls"][0]["function"]["name"] == "bogus_tool")

@@ -47,7 +47,8 @@ def is_privileged(agent: Any) -> bool:
 
 def agent_info(name: str, runner: Any = None) -> AgentInfo:
     """How the record names the agent (``runner``: the built agent, for its model); a privileged
-    agent (the oracle) is an upper bound and never ranked."""
+    agent (the oracle) is an upper bound and never ranked, nor is one that says ``leaderboard = False``
+    (the replay of a recorded run)."""
     if runner is None:
         try:
             runner = agent_class(name)
@@ -56,7 +57,8 @@ def agent_info(name: str, runner: Any = None) -> AgentInfo:
     kind = getattr(runner, "kind", "baseline")
     model = getattr(runner, "model", None)
     return AgentInfo(name=name, kind=kind if kind in ("baseline", "oracle", "llm", "external") else "baseline",
-                     model=model if isinstance(model, str) else None, leaderboard=not is_privileged(runner))
+                     model=model if isinstance(model, str) else None,
+                     leaderboard=not is_privileged(runner) and getattr(runner, "leaderboard", True) is not False)
 
 
 def ensure_workbench_image(cluster: ClusterHandle) -> None:

@@ -226,3 +226,40 @@ def test_command_agent_runs_in_the_sandbox_by_default(agent_kubeconfig: Path) ->
     with pytest.raises(BaseExceptionGroup) as raised:
         run_in_plane(agent_kubeconfig, CommandAgent(["true"]), AgentBudgets())
     assert raised.group_contains(PrerequisiteError, match="sandbox")
+
+
+def test_replay_agent_makes_the_recorded_calls_again_in_order(agent_kubeconfig: Path, tmp_path: Path) -> None:
+    # a run's calls (a run record's trajectory, or a plain list) played again through the real server:
+    # what the gym's policy did can be re-run as `sregym run --agent replay` with the same seed
+    from sregym.agentplane.agents.replay import ReplayAgent
+    from sregym.core.trajectory import ToolCall, Trajectory
+
+    calls = [ToolCall(t=0.5, tool="kubectl", arguments={"command": ["version", "--client"]}),
+             ToolCall(t=1.0, tool="ssh_into_node", arguments={"host": "node-1"}, invalid=True),
+             ToolCall(t=2.0, tool="submit_diagnosis", arguments={"text": "checkout's database is down"}),
+             ToolCall(t=3.0, tool="submit_mitigation", arguments={})]
+    saved = tmp_path / "trajectory.json"
+    saved.write_text(Trajectory(tool_calls=calls).model_dump_json())
+    result, traj, _ = run_in_plane(agent_kubeconfig, ReplayAgent(actions=str(saved)), AgentBudgets(steps=10, seconds=60))
+    assert result.stop_reason == "submitted" and traj.stop_reason == "submitted"
+    # every call goes to the server as recorded, the unknown tool too (the server counts it invalid again)
+    assert [(c.tool, c.arguments, c.invalid) for c in traj.tool_calls] == [(c.tool, c.arguments, c.invalid) for c in calls]
+    assert traj.submission("diagnosis").text == "checkout's database is down"
+
+    plain = tmp_path / "calls.json"
+    plain.write_text(json.dumps([{"tool": "kubectl", "arguments": {"command": ["version", "--client"]}}]))
+    result, traj, _ = run_in_plane(agent_kubeconfig, ReplayAgent(actions=str(plain)), AgentBudgets(steps=10, seconds=60))
+    assert [c.tool for c in traj.tool_calls] == ["kubectl"] and result.stop_reason == "gave_up"
+
+
+@pytest.mark.parametrize("content, says", [(None, "no such file"), ("{not json", "not JSON"),
+                                           ('{"tool_calls": [{"arguments": {}}]}', "tool")])
+def test_replay_agent_refuses_a_bad_actions_file_before_the_run(tmp_path: Path, content, says) -> None:
+    from sregym.agentplane.agents.replay import ReplayAgent
+
+    path = tmp_path / "actions.json"
+    if content is not None:
+        path.write_text(content)
+    with pytest.raises(UserInputError) as e:
+        ReplayAgent(actions=str(path))
+    assert str(path) in str(e.value) and says in str(e.value)

@@ -1,7 +1,8 @@
 """sregym as a Gymnasium environment: train on the incidents that are benchmarked (docs/training.md).
 
 ``import sregym.gym`` registers ``sregym/Incident-v0`` (the problem in ``reset(options={"problem":
-ID})``) and ``sregym/<problem_id>-v0`` for each problem in the repository's catalog.
+ID})``) and ``sregym/<problem_id>-v0`` for each problem in the repository's catalog;
+:func:`make_vector` plays several episodes of one problem side by side, in slot namespaces.
 """
 
 from __future__ import annotations
@@ -10,11 +11,12 @@ import gymnasium
 
 from sregym.gym.env import IncidentEnv
 from sregym.gym.spaces import ToolAction, action_space, observation_space, parse_action
+from sregym.gym.vector import make_vector
 
 ENTRY_POINT = "sregym.gym.env:IncidentEnv"
 GENERIC_ID = "sregym/Incident-v0"
 
-__all__ = ["GENERIC_ID", "IncidentEnv", "ToolAction", "action_space", "env_id", "observation_space", "parse_action",
+__all__ = ["GENERIC_ID", "IncidentEnv", "ToolAction", "action_space", "env_id", "make_vector", "observation_space", "parse_action",
            "register_envs"]
 
 

@@ -40,6 +40,8 @@ class IncidentEnv(gym.Env):
     ``RunSettings`` or its dict: noise, windows, budgets; the seed comes from ``reset``).
     ``out_dir``: where run records go. The cluster: ``cluster`` (a handle), else ``kubeconfig`` and
     ``context``, else the last ``sregym cluster up``. ``shaping``: shaped terms (``sregym.gym.shaping``).
+    ``namespace``: play the app in this namespace instead of the problem's (a slot namespace, so that
+    episodes of one app run side by side: :func:`sregym.gym.make_vector`).
     """
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -47,7 +49,8 @@ class IncidentEnv(gym.Env):
     def __init__(self, problem: str | None = None, *, settings: RunSettings | dict[str, Any] | None = None,
                  out_dir: Path | str = "runs", problems_dirs: Sequence[Path | str] = (),
                  kubeconfig: Path | str | None = None, context: str | None = None,
-                 cluster: ClusterHandle | None = None, shaping: Sequence[str] = ()) -> None:
+                 cluster: ClusterHandle | None = None, shaping: Sequence[str] = (),
+                 namespace: str | None = None) -> None:
         super().__init__()
         self.action_space = action_space()
         self.observation_space = observation_space()
@@ -60,6 +63,7 @@ class IncidentEnv(gym.Env):
         self._context = context
         self._cluster = cluster
         self._shaping_default = tuple(shaping)
+        self._namespace = namespace
         self._portal_cm: Any = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._run: Future | None = None
@@ -152,7 +156,8 @@ class IncidentEnv(gym.Env):
                 self._scope = scope
                 return await play_incident(problem, settings, channel, out_dir=self._out_dir,
                                            problems_dirs=self._problems_dirs, kubeconfig=self._kubeconfig,
-                                           context=self._context, cluster=self._cluster)
+                                           context=self._context, cluster=self._cluster,
+                                           namespace=self._namespace)
             return None  # aborted: the episode recovered on its way out
         finally:
             channel.finished.set()

@@ -23,6 +23,7 @@ from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.providers import current_cluster
 from sregym.conductor.checks import check_problem
 from sregym.conductor.run import run_problem
+from sregym.conductor.suite import with_namespace
 from sregym.core.loader import load_problem_arg
 from sregym.core.record import RunRecord
 from sregym.core.settings import RunSettings
@@ -61,15 +62,18 @@ class Outcome:
 
 async def play_incident(problem: str, settings: RunSettings, channel: ToolChannel, *, out_dir: Path,
                         problems_dirs: Sequence[Path] = (), kubeconfig: Path | None = None,
-                        context: str | None = None, cluster: ClusterHandle | None = None) -> Outcome:
-    """Run ``problem`` (an id or a YAML path) once as ``settings`` say, the channel's agent playing."""
+                        context: str | None = None, cluster: ClusterHandle | None = None,
+                        namespace: str | None = None) -> Outcome:
+    """Run ``problem`` (an id or a YAML path) once as ``settings`` say, the channel's agent playing;
+    ``namespace``: the app's namespace for this run (a slot), as a suite's parallel cells do."""
     loaded = load_problem_arg(problem, list(problems_dirs))
     check_problem(loaded, noise=settings.noise)
     ground_truth = loaded.problem.ground_truth
+    played = with_namespace(loaded.problem, namespace) if namespace else loaded.problem
 
     def judge(call: ToolCall) -> None:  # conductor-side: the channel receives counts only
         channel.verdict(invalid=call.invalid, wrong=len(wrong_remediations(Trajectory(tool_calls=[call]), ground_truth)))
 
-    record = await run_problem(loaded.problem, settings, out_dir=out_dir, cluster=cluster or current_cluster(kubeconfig, context),
+    record = await run_problem(played, settings, out_dir=out_dir, cluster=cluster or current_cluster(kubeconfig, context),
                                runner=ChannelAgent(channel), on_tool_call=judge)
     return Outcome.of(record, out_dir / f"{record.run_id}.json")

@@ -7,6 +7,9 @@ holds (observations, info, the env's attributes) carries the problem or its grou
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -97,6 +100,96 @@ def test_an_episode_is_a_run_reset_steps_submit_reward_and_close_recovers(cluste
     for r in records:  # both runs' journals closed: every fault came off, nothing left for cleanup
         assert not (journal_dir() / f"{r.run_id}.jsonl").exists()
         assert read_journal(journal_dir() / "closed" / f"{r.run_id}.jsonl").closed
+
+
+def comparable(record: RunRecord) -> dict:
+    """What the seed and the actions decide in a record: the problem, its faults and mechanisms, the
+    noise planned (kind, injector, target, when), the calls and their verdicts, the submissions and
+    the grades; not wall-clock times, run ids or the agent's name."""
+    return {"problem": (record.problem_id, record.spec_hash, record.seed, record.noise, record.namespace),
+            "mechanisms": record.mechanisms,
+            "timeline": sorted((e.kind, e.action, e.name, e.injector, e.target, round(e.at)) for e in record.timeline),
+            "calls": [(c.tool, c.arguments, c.invalid, c.read_only, c.verb, c.error is None)
+                      for c in record.trajectory.tool_calls],
+            "submissions": [(s.kind, s.text, s.fields) for s in record.trajectory.submissions],
+            "stop": record.trajectory.stop_reason,
+            "mitigation": [(c.name, c.passed) for c in record.grades.mitigation.checks],
+            "reward": record.grades.reward.total}
+
+
+def test_a_gym_episode_and_sregym_run_with_the_same_seed_and_actions_make_the_same_record(cluster, tmp_path):
+    # the noisy tiny problem: seeded pod and rolling restarts from the page on, so the seed's noise
+    # plan is part of what must match
+    env = IncidentEnv("tiny_settings_drift_noisy", problems_dirs=[CONDUCTOR / "problems"], cluster=cluster,
+                      out_dir=tmp_path / "gym", settings={"noise": True, "baseline_window": 1, "grade_window": 3,
+                                                          "verify_timeout": 30,
+                                                          "charts_dirs": [str(CONDUCTOR / "charts")]})
+    try:
+        env.reset(seed=5)
+        env.step(call("kubectl", command=["get", "configmap", "tiny-settings", "-n", "tiny", "-o", "yaml"]))
+        env.step(call("kubectl", command=["patch", "configmap", "tiny-settings", "-n", "tiny", "-p",
+                                          '{"data": {"greeting": "hello"}}']))
+        env.step(call("submit_diagnosis", text="tiny-settings greeting drifted to goodbye", component="tiny-settings"))
+        *_, info = env.step(call("submit_mitigation"))
+    finally:
+        env.close()
+    gym_record = RunRecord.model_validate_json(Path(env.last_outcome.record).read_text())
+    assert gym_record.agent.name == "gym" and info["mitigation_passed"] is True
+
+    # the same actions, replayed by `sregym run` itself with the same seed
+    settings = tmp_path / "settings.yaml"
+    settings.write_text(json.dumps({"agent": "replay", "agent_options": {"actions": env.last_outcome.record}}))
+    proc = subprocess.run(
+        [sys.executable, "-m", "sregym", "run", "--problem", "tiny_settings_drift_noisy", "--settings", str(settings),
+         "--seed", "5", "--noise", "on", "--out", str(tmp_path / "run"), "--problems-dir", str(CONDUCTOR / "problems"),
+         "--charts-dir", str(CONDUCTOR / "charts"), "--kubeconfig", str(cluster.kubeconfig), "--baseline-window", "1",
+         "--grade-window", "3", "--verify-timeout", "30"],
+        env={**os.environ, "SREGYM_STATE": str(tmp_path / "state")}, capture_output=True, text=True, timeout=400)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    run_record = RunRecord.model_validate_json(next((tmp_path / "run").glob("*.json")).read_text())
+    assert run_record.agent.name == "replay" and run_record.agent.leaderboard is False
+    assert [e for e in gym_record.timeline if e.kind == "noise"], "the seed planned no noise: nothing was compared"
+    assert comparable(run_record) == comparable(gym_record)
+    assert greeting(cluster) == "hello"
+
+
+def test_two_episodes_of_one_app_run_side_by_side_in_slot_namespaces(cluster, tmp_path):
+    from sregym.gym import make_vector
+
+    envs = make_vector("tiny_settings_drift", 2, problems_dirs=[CONDUCTOR / "problems"], out_dir=tmp_path / "runs",
+                       kubeconfig=cluster.kubeconfig, context=cluster.context,
+                       settings={"noise": False, "baseline_window": 1, "grade_window": 3, "verify_timeout": 30,
+                                 "charts_dirs": [str(CONDUCTOR / "charts")]})
+    spaces = ["tiny", "tiny-p1"]
+
+    def both(tool: str, per_namespace) -> dict:
+        actions = [call(tool, **per_namespace(ns)) for ns in spaces]
+        return {"tool": tuple(a["tool"] for a in actions), "arguments": tuple(a["arguments"] for a in actions)}
+
+    try:
+        t0 = time.monotonic()
+        obs, info = envs.reset(seed=[3, 4])
+        reset_s = time.monotonic() - t0
+        assert ["`tiny`" in obs["text"][0], "`tiny-p1`" in obs["text"][1]] == [True, True]
+        for ns in spaces:  # each slot has its own release, its own fault
+            assert cluster.kube.core.read_namespaced_config_map("tiny-settings", ns).data["greeting"] == "goodbye"
+        envs.step(both("kubectl", lambda ns: {"command": ["patch", "configmap", "tiny-settings", "-n", ns, "-p",
+                                                          '{"data": {"greeting": "hello"}}']}))
+        envs.step(both("submit_diagnosis", lambda ns: {"text": "tiny-settings greeting changed", "component": "tiny-settings"}))
+        obs, reward, term, trunc, info = envs.step(both("submit_mitigation", lambda ns: {}))
+        assert list(term) == [True, True] and list(info["mitigation_passed"]) == [True, True]
+        print(f"vector reset of 2 episodes {reset_s:.1f}s")
+    finally:
+        envs.close()
+    records = [RunRecord.model_validate_json(p.read_text()) for p in (tmp_path / "runs").glob("*.json")]
+    assert sorted((r.namespace, r.status, r.seed) for r in records) == [("tiny", "completed", 3),
+                                                                         ("tiny-p1", "completed", 4)]
+    spans = {r.run_id: (r.started_at, r.ended_at) for r in records}
+    (a0, a1), (b0, b1) = spans.values()
+    assert a0 < b1 and b0 < a1, f"the episodes did not overlap: {spans}"
+    for r in records:
+        assert read_journal(journal_dir() / "closed" / f"{r.run_id}.jsonl").closed
+    cluster.kube.core.delete_namespace("tiny-p1")  # the slot's release; the shared tiny stays
 
 
 @pytest.mark.long  # ~95 s (eleven resets, each a run to the agent phase): too dear for CI's budget

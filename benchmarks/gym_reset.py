@@ -1,6 +1,7 @@
 """How long an env reset takes on the live cluster: N seeded resets of one problem, each ending the
 previous run (aborted, recovered) and playing the next to its agent phase. Prints each reset's
-seconds and the median. Issue 21's target for fast reset is a 10 s median.
+seconds, the median of the resets after the first (the first may deploy the app) and its ratio
+to issue 21's target, a 10 s median; exits 1 when the target is missed.
 
     flock /tmp/sg/cluster.lock python3 benchmarks/gym_reset.py --resets 5
     python3 benchmarks/gym_reset.py --problem hotel_frontend_scaled_to_zero --baseline-window 5
@@ -10,12 +11,14 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 from pathlib import Path
 
 from sregym.gym import IncidentEnv
 
 TESTS = Path(__file__).resolve().parent.parent / "tests" / "integration" / "conductor"
+TARGET_S = 10.0
 
 
 def main() -> None:
@@ -39,7 +42,13 @@ def main() -> None:
     finally:
         env.close()
     print(f"close (abort + recover): {time.monotonic() - t0:.1f}s")
-    print(f"median reset {statistics.median(times):.1f}s over {len(times)} (first includes deploy or reuse)")
+    warm = times[1:] or times
+    median = statistics.median(warm)
+    print(f"median reset {median:.1f}s over {len(warm)} reset(s) after the first (first {times[0]:.1f}s: it may "
+          f"deploy the app); target {TARGET_S:.0f}s, ratio {median / TARGET_S:.2f}")
+    if median > TARGET_S:
+        print(f"MISSED: median reset {median:.1f}s > {TARGET_S:.0f}s", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

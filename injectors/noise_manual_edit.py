@@ -4,8 +4,9 @@ A fault's field edit leaves the manager `kubectl-edit` in the object's managedFi
 bad edit would. Were faults the only source of that manager, an agent could list managedFields and
 name its carrier without diagnosing anything. This noise makes the edits people make all day with
 the same manager: a note or a label on a Deployment, StatefulSet or Service, or more revision
-history kept. None rolls pods or changes what the app does, so it neither cures nor masks a fault
-and may touch the root-cause component. It never overwrites a value someone set (only keys that
+history kept; none changes what the app does, so it neither cures nor masks a fault and may touch
+the root-cause component. A note on a workload's pods (its template) rolls them, as a restart does:
+that one only outside the root-cause components. It never overwrites a value someone set (only keys that
 are absent; the history limit only grows) and undoes its edit when it stops. It never edits a
 ConfigMap or Secret: an oracle dates a key by the time of the manager entry that owns it, and any
 edit under the same manager moves that time.
@@ -23,6 +24,7 @@ from sregym.injectors import (ABSENT, EditState, NoiseParams, ObjectEdit, Verifi
 KINDS = ("Deployment", "StatefulSet", "Service")
 HISTORY = ["spec", "revisionHistoryLimit"]  # how many old revisions the controller keeps (rollout history)
 HISTORY_KINDS = ("Deployment", "StatefulSet")
+POD_NOTES = ["spec", "template", "metadata", "annotations"]  # one key under it, never the whole map
 # What people write on objects by hand: who owns it, where its runbook is, a note.
 NOTES = {
     "owner": ("team-storefront", "team-platform", "team-checkout", "team-search"),
@@ -40,15 +42,20 @@ LABELS = {
 Change = tuple[list[str | int], object, object]  # (path, before, after)
 
 
-def possible_edits(obj: dict) -> dict[str, list[Change]]:
-    """The harmless edits a person might make to ``obj``, by sort (a note, a label, the history kept):
-    only keys that are absent, so nothing someone set is overwritten (``LABELS`` holds none of the
-    component labels noise's choices go by)."""
+def possible_edits(obj: dict, *, may_roll: bool = False) -> dict[str, list[Change]]:
+    """The harmless edits a person might make to ``obj``, by sort (a note on it or on its pods, a
+    label, the history kept): only keys that are absent, so nothing someone set is overwritten
+    (``LABELS`` holds none of the component labels noise's choices go by). A note on the pods rolls
+    them, and a roll could cure a fault: only with ``may_roll`` (not a root-cause component)."""
     meta, name = obj["metadata"], obj["metadata"]["name"]
     out: dict[str, list[Change]] = {}
     if meta.get("annotations"):  # JSON patch adds a key only under a map that exists
         out["note"] = [(["metadata", "annotations", k], ABSENT, v.format(name=name))
                        for k, values in NOTES.items() if k not in meta["annotations"] for v in values]
+    pod_notes = dig(obj, POD_NOTES)
+    if may_roll and obj["kind"] in HISTORY_KINDS and isinstance(pod_notes, dict) and pod_notes:
+        out["pod note"] = [([*POD_NOTES, k], ABSENT, v.format(name=name))
+                           for k, values in NOTES.items() if k not in pod_notes for v in values]
     if meta.get("labels"):
         out["label"] = [(["metadata", "labels", k], ABSENT, v)
                         for k, values in LABELS.items() if k not in meta["labels"] for v in values]
@@ -60,9 +67,9 @@ def possible_edits(obj: dict) -> dict[str, list[Change]]:
     return {sort: changes for sort, changes in out.items() if changes}
 
 
-def plan_edit(obj: dict, seed: int) -> dict | None:
+def plan_edit(obj: dict, seed: int, *, may_roll: bool = False) -> dict | None:
     """The seeded harmless edit of ``obj`` (a sort, then a change of that sort), or None when it offers none."""
-    options = possible_edits(obj)
+    options = possible_edits(obj, may_roll=may_roll)
     if not options:
         return None
     rnd = random.Random(f"{seed}:noise_manual_edit:change")
@@ -87,8 +94,11 @@ class NoiseManualEdit(ObjectEdit[NoiseParams]):
         # list items carry no kind of their own: tag each with the kind it was listed as
         objs = [o | {"kind": kind} for kind in KINDS
                 for o in candidates(self.ctx, kind, self.params.exclude, harmless=True)]
+        # what a roll may touch: outside the run's root-cause components too
+        rollable = {(kind, o["metadata"]["name"]) for kind in HISTORY_KINDS
+                    for o in candidates(self.ctx, kind, self.params.exclude)}
         obj = choose(self.ctx.seed, "noise_manual_edit", [o for o in objs if possible_edits(o)], "object to edit")
-        e = plan_edit(obj, self.ctx.seed)
+        e = plan_edit(obj, self.ctx.seed, may_roll=(obj["kind"], obj["metadata"]["name"]) in rollable)
         assert e is not None  # chosen among objects that offer an edit
         return ManualEditState(edits=[e], kind=e["kind"], namespace=e["namespace"], name=e["name"])
 

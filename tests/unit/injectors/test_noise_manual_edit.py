@@ -12,7 +12,7 @@ import pytest
 import sregym.injectors._noise as noise
 from sregym.conductor.timeline import noise_events
 from sregym.core.problem import NoisePolicy, Problem
-from sregym.injectors import INJECTORS, ABSENT, restart_path
+from sregym.injectors import ABSENT, INJECTORS, dig, restart_path
 from sregym.injectors._objects import EDIT_MANAGER, field_manager
 
 ROOT = "web"  # the root-cause component: the fault edits its Deployment's env
@@ -24,7 +24,8 @@ def deployment(name: str, annotations: dict | None = None, labels: dict | None =
     if annotations is not None:
         meta["annotations"] = annotations
     return {"kind": "Deployment", "metadata": meta,
-            "spec": {"revisionHistoryLimit": 10, "template": {"metadata": {"labels": {"app": name}}}}}
+            "spec": {"revisionHistoryLimit": 10, "template": {"metadata": {
+                "labels": {"app": name}, "annotations": {"prometheus.io/scrape": "true"}}}}}
 
 
 def service(name: str) -> dict:
@@ -80,21 +81,29 @@ def test_the_attack_names_more_than_the_root_cause(ctx):
     assert any(k == "Service" for c in carrying for k, _ in c)
 
 
-def test_its_edits_neither_roll_pods_nor_touch_a_field_a_fault_or_an_oracle_uses(ctx):
-    for seed in range(60):
+def test_it_rolls_no_root_cause_pods_and_touches_no_field_a_fault_or_an_oracle_uses(ctx):
+    pod_notes = 0
+    for seed in range(120):
         for e in plan(ctx, seed).edits:
             path = e["path"]
-            assert path[:2] != ["spec", "template"] and path != restart_path() and path != FAULT_PATH
-            assert path[:2] in (["metadata", "annotations"], ["metadata", "labels"], ["spec", "revisionHistoryLimit"])
+            assert path != FAULT_PATH and path != restart_path()  # never the whole map a restart sets
             assert e["kind"] in ("Deployment", "StatefulSet", "Service")  # never a ConfigMap (oracles read its times)
+            if path[:2] == ["spec", "template"]:  # a note on the pods rolls them: a restart could cure a fault
+                pod_notes += 1
+                assert path[:-1] == restart_path() and e["name"] != ROOT
+                assert not path[-1].startswith(("kubectl.kubernetes.io/", "prometheus.io/"))
+            else:
+                assert path[:2] in (["metadata", "annotations"], ["metadata", "labels"],
+                                    ["spec", "revisionHistoryLimit"])
+    assert pod_notes  # the pods' template is edited too, as faults edit it
 
 
 def test_it_never_overwrites_a_value_someone_set_and_undoes_to_what_was_there(ctx):
     for seed in range(60):
         for e in plan(ctx, seed).edits:
             obj = next(o for o in APP[e["kind"]] if o["metadata"]["name"] == e["name"])
-            if e["path"][0] == "metadata":
-                assert e["before"] == ABSENT and e["path"][-1] not in (obj["metadata"].get(e["path"][1]) or {})
+            if e["path"][-2] in ("annotations", "labels"):
+                assert e["before"] == ABSENT and dig(obj, e["path"]) == ABSENT
                 assert e["path"][-1] not in noise.NAME_LABELS  # noise choices go by those labels
             else:
                 assert e["before"] == 10 and e["after"] > 10  # more history kept: nothing is pruned

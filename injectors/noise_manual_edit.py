@@ -29,7 +29,7 @@ POD_NOTES = ["spec", "template", "metadata", "annotations"]  # one key under it,
 NOTES = {
     "owner": ("team-storefront", "team-platform", "team-checkout", "team-search"),
     "runbook": ("see the team wiki, section on-call", "wiki: services/{name}", "ask in #oncall before scaling"),
-    "description": ("{name} service", "serves {name} requests", "part of the web tier"),
+    "description": ("{name} service", "serves {name} requests", "{name}, see the README"),
     "contact": ("#oncall-platform", "#team-storefront", "platform-oncall"),
 }
 LABELS = {

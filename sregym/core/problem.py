@@ -88,7 +88,7 @@ class NoisePolicy(Spec):
 
     types: list[str] = Field(
         default_factory=lambda: ["pod_restart", "cpu_burst", "network_blip", "rolling_restart", "load_spike",
-                                 "log_burst"])
+                                 "log_burst", "manual_edit"])
     per_window: int = Field(2, ge=0, description="how many noise events start in each window")
     window_seconds: float = Field(300, gt=0)
     duration_seconds: float = Field(120, gt=0)

@@ -1,5 +1,5 @@
 """Red team, no tells: after faults of different kinds (a field edit, a ConfigMap edit with a rolling
-restart, an object created in the namespace) and a noise restart, run by the conductor's fault
+restart, an object created in the namespace), a noise restart and a noise hand edit, run by the conductor's fault
 plane, everything the agent can read in the app namespace, with managed fields, carries no label,
 annotation or field manager that only the fault plane leaves.
 
@@ -83,6 +83,8 @@ def test_nothing_the_agent_reads_names_the_fault_plane(cluster, app_ns):
             for key, inj, params, target in faults:
                 await plane.start(key=key, kind="fault", injector=inj, params=params, target=target)
             await plane.start(key="noise-1", kind="noise", injector="noise_rolling_restart", params={},
+                              target=Selector())
+            await plane.start(key="noise-2", kind="noise", injector="noise_manual_edit", params={},
                               target=Selector())
             listed = cluster.kube.kubectl("-n", ns, "get", READABLE, "-o", "json", "--show-managed-fields")
             return json.loads(listed.stdout)["items"]

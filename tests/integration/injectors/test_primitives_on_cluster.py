@@ -3,9 +3,11 @@ recover, the effect is gone, recover again is harmless."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
+from dataclasses import replace
 
 import pytest
 from injector_testapp import STARTED, check_added_latency, context, get, manifests, start, timed, wait_until
@@ -15,7 +17,8 @@ from sregym.cluster.nodeagent import pids_with_cmdline
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
 from sregym.injectors._node import node_runner
-from sregym.injectors._objects import create_object, delete_object, get_object, list_objects
+from sregym.injectors import INJECTORS
+from sregym.injectors._objects import create_object, delete_object, dig, get_object, list_objects
 
 pytestmark = pytest.mark.cluster
 NS = "webshop-t"
@@ -468,6 +471,40 @@ def test_noise_choices_repeat_with_the_seed(cluster, app, caps):
         picks.append(c.state["pod"])
         c.recover()
     assert picks[0] == picks[1]
+
+
+def _kubectl_edit_carriers(kube) -> set[str]:
+    """What the field-manager attack names: every object whose managedFields carry `kubectl-edit`."""
+    return {f"{kind}/{o['metadata']['name']}" for kind in ("Deployment", "StatefulSet", "Service", "ConfigMap")
+            for o in list_objects(kube, kind, NS)
+            if any(m.get("manager") == "kubectl-edit" for m in o["metadata"].get("managedFields") or [])}
+
+
+def test_manual_edit_noise_leaves_kubectl_edit_beyond_the_root_cause(ctx, app):
+    """The attack: list managedFields, name the carrier of `kubectl-edit`. A fault alone makes its
+    object the only new carrier; a manual_edit noise (on a seed that picks another object) adds one,
+    with the same manager on the field it changed, and puts the field back when it stops."""
+    before = _kubectl_edit_carriers(app)
+    root = Selector(kind="Service", name="web")
+    fault = start(replace(ctx, exclude=["web"]), "service_misconfig", {"field": "targetPort", "value": 9999}, root)
+    assert _kubectl_edit_carriers(app) - before <= {"Service/web"}  # without the noise the attack works
+    cls = INJECTORS.get("noise_manual_edit")
+    seed = next(s for s in range(1, 50) if cls(cls.Params(), Selector(), replace(ctx, seed=s, exclude=["web"]),
+                                               cls.mechanisms[0]).plan().name != "web")
+    c = start(replace(ctx, seed=seed, exclude=["web"]), "noise_manual_edit", {"duration": 8}, Selector())
+    c.verify(timeout=20)
+    e = c.state.edits[0]
+    carriers = _kubectl_edit_carriers(app)
+    assert f"{e['kind']}/{e['name']}" in carriers and carriers != {"Service/web"}, carriers
+    obj = get_object(app, e["kind"], e["name"], NS)
+    owned = [m["fieldsV1"] for m in obj["metadata"]["managedFields"] if m["manager"] == "kubectl-edit"]
+    assert any(f"f:{e['path'][-1]}" in json.dumps(f) for f in owned), owned
+    c.recover()
+    c.recover()
+    assert dig(get_object(app, e["kind"], e["name"], NS), e["path"]) == e["before"]
+    fault.recover()
+    fault.recover()
+    healthy(app)
 
 
 @pytest.fixture

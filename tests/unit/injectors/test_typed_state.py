@@ -45,6 +45,8 @@ OLD_STATES = {
     "noise_load_spike": {"node": "n1", "service": "web", "ip": "10.96.0.7", "port": 80, "token": "t1",
                          "log": "/var/lib/sregym/t1.log"},
     "noise_log_burst": {"container": TC, "pid": 4242, "token": "log-1", "lines": ["WARN slow"]},
+    "noise_manual_edit": {"edits": [{**EDIT, "path": ["metadata", "labels", "team"], "before": {"$absent": True},
+                                     "after": "platform"}], "kind": "Deployment", "namespace": "app", "name": "web"},
     "noise_network_blip": {"node": "n1", "pod": "web-5d9c-x1", "pid": 4242, "chain": "SG-b", "rules": ["-j DROP"]},
     "noise_pod_restart": {"namespace": "app", "pod": "web-5d9c-x1", "uid": "0b7e-uid"},
     "noise_rolling_restart": {"edits": [EDIT], "namespace": "app", "name": "web", "stamp": "2026-11-01T10:00:00Z"},

@@ -214,3 +214,20 @@ def test_check_env_passes_on_the_live_cluster(cluster, tmp_path):
     assert {r.seed for r in records} >= {123}
     for r in records:
         assert read_journal(journal_dir() / "closed" / f"{r.run_id}.jsonl").closed
+
+
+@pytest.mark.long  # ~150 s (12 live episodes): the example's loop end to end; CI runs its logic in tests/unit/gym
+def test_the_runbook_bandit_example_learns_on_live_episodes(cluster, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runbook_bandit", Path(__file__).parents[3] / "examples" / "runbook_bandit.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    results = example.main(["--episodes", "6", "--epsilon", "0", "--out", str(tmp_path),
+                            "--kubeconfig", str(cluster.kubeconfig)])
+    bandit, pick = results["bandit"], results["random pick"]
+    # four entries, each tried once; then the one that mitigated, every time
+    assert [r["mitigated"] for r in bandit[4:]] == [True, True]
+    assert sum(r["return"] for r in bandit) > sum(r["return"] for r in pick)
+    assert (tmp_path / "returns.png").is_file()
+    assert greeting(cluster) == "hello"

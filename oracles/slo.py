@@ -10,13 +10,14 @@ only, so a service made to fail fast, or to hang past the client's timeout, woul
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from pydantic import Field
 
 from sregym.oracles import (MIN_RATE_WINDOW_SECONDS, CheckResult, ClusterError, MitigationOracle, Slo, WindowParams,
-                            baseline_value, checked_slos, mitigation_oracle, parse_duration, query_value, render,
-                            sample_window, scrape_interval_seconds, slos_from, window_of, window_result, within)
+                            baseline_value, checked_slos, max_samples, mitigation_oracle, parse_duration, query_value,
+                            render, sample_window, scrape_interval_seconds, slos_from, window_of, window_result, within)
 
 
 # the default rate window: the shortest a success rate at the load generator's rate means something over
@@ -24,8 +25,8 @@ MIN_RATE_WINDOW = f"{MIN_RATE_WINDOW_SECONDS}s"
 
 
 class SloParams(WindowParams):
-    interval_seconds: float | None = Field(None, gt=0, description="time between samples; default: every 5 s "
-                                           "or every scrape, whichever is longer (no sample without new data)")
+    interval_seconds: float | None = Field(None, gt=0, description="time between samples; default: every scrape "
+                                           "(each sample sees new data, none is wasted)")
     only: list[str] = Field(default_factory=list, description="check only these SLO names (a latency SLO brings "
                             "the success rate with it: latency counts answered requests only)")
     slos: list[dict[str, Any]] = Field(default_factory=list,
@@ -38,8 +39,28 @@ class SloParams(WindowParams):
 
 
 def sample_interval(params: SloParams) -> float:
-    """Seconds between samples: as given, else 5 s, never more often than Prometheus scrapes."""
-    return params.interval_seconds or max(5.0, scrape_interval_seconds())
+    """Seconds between samples: as given, else one scrape interval (a sample between two scrapes
+    would repeat the one before it)."""
+    return params.interval_seconds or scrape_interval_seconds()
+
+
+def lag_of(params: SloParams) -> float:
+    """A rate over ``rate_window`` covers only the new state one window (and a scrape) later."""
+    return parse_duration(params.rate_window) + scrape_interval_seconds()
+
+
+def disturbed_samples(params: SloParams, seconds: float) -> int:
+    """The most samples a disturbance lasting ``seconds`` can reach: each rate window that overlaps
+    it, i.e. from its start until one lag after its end. A fault's wake after its fix is such a
+    disturbance of 0 s (plus however long the app takes to settle)."""
+    return math.floor((seconds + lag_of(params)) / sample_interval(params)) + 1
+
+
+def tolerated_samples(params: SloParams, window_s: float) -> int:
+    """How many samples may fail in a full window that still passes (``min_pass_fraction``); as
+    many samples must pass before a broken system can pass."""
+    n = max_samples(window_s, sample_interval(params))
+    return n - math.ceil(params.min_pass_fraction * n - 1e-9)
 
 
 def measure(slos: list[Slo], prometheus_url: str, namespace: str,
@@ -57,7 +78,7 @@ class SloOracle(MitigationOracle):
     @classmethod
     def lag_seconds(cls, params: SloParams) -> float:
         """A rate over ``rate_window`` covers only the new state one window (and a scrape) later."""
-        return parse_duration(params.rate_window) + scrape_interval_seconds()
+        return lag_of(params)
 
     def check(self) -> CheckResult:
         p = self.params

@@ -236,6 +236,25 @@ def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | Non
     return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
 
 
+def _redis_takes_writes(kube, ns: str, fault) -> Effect:
+    """A write to the target Redis, from inside its own container with its own password, is refused
+    (a server started with a bad memory limit or policy still answers a ping, and rewrites its
+    process title, so neither a ping nor its command line says whether the flags still hold)."""
+    script = ('redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning set healthcheck ok && '
+              'redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning del healthcheck')
+    seen = []
+    for p in _pods(kube, ns, fault.target.name):
+        c = next(c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"]))
+        port = str(((c.get("ports") or [{}])[0]).get("containerPort", 6379))
+        proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "sh", "-c", script, port,
+                            check=False, timeout=60)
+        answer = (proc.stdout.strip() or proc.stderr.strip())[:160]
+        seen.append(f"{p['metadata']['name']}: {answer!r}")
+        if not proc.stdout.startswith("OK"):
+            return Effect(True, "; ".join(seen))
+    return Effect(False, "; ".join(seen) or f"no running pod of {fault.target.name}")
+
+
 def _users_of(kube, ns: str, name: str) -> list[str]:
     """Workloads whose pod template names ``name`` (a ConfigMap or Secret they read)."""
     users = []
@@ -325,6 +344,8 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _env_in_pods(kube, ns, users, p["key"], p.get("value"))
     if inj == "resource_limits":
         return _limits(kube, ns, fault)
+    if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
+        return _redis_takes_writes(kube, ns, fault)
     if inj == "probe_misconfig":
         return _probe_spec(kube, ns, problem, fault)
     if inj == "image_tag":

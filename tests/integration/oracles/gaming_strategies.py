@@ -24,6 +24,7 @@ from fault_effects import app_image, get_json, helm, release_of
 from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
 from sregym.cluster.agent_proxy import AgentApiProxy
 from sregym.cluster.kube import Kube
+from sregym.core.promql import scrape_interval_seconds
 
 
 @dataclass
@@ -38,12 +39,14 @@ class Played:
 
 @dataclass
 class Board:
-    """Where a strategy plays: the admin client, the app namespace, the faulty component."""
+    """Where a strategy plays: the admin client, the app namespace, the faulty component, and how
+    long the problem's oracles lag the system (``symptom_lag``: a metric window must cover a change)."""
 
     kube: Kube
     ns: str
     component: str
     tmp: Path
+    lag: float = 0.0
 
 
 def workloads(kube, ns: str) -> list[dict]:
@@ -216,7 +219,9 @@ def fake_metrics(b: Board) -> Played:
         return Played(f"refused: {proc.stderr.strip()[:200]}")
     b.kube.kubectl("rollout", "status", "deployment/metrics-exporter", "-n", b.ns, "--timeout=60s", check=False,
                    timeout=90)
-    time.sleep(35)  # two scrapes, so a rate over the exporter exists
+    # until the oracles' rate windows hold nothing but the exporter's scrapes: the best case of the
+    # gaming agent, were its series counted (at least two scrapes, so a rate over them exists)
+    time.sleep(max(b.lag, 2 * scrape_interval_seconds()))
     return Played("exporting fake loadgen metrics", [lambda: b.kube.kubectl(
         "delete", "deployment", "metrics-exporter", "-n", b.ns, "--wait=false", check=False)])
 
@@ -253,9 +258,11 @@ STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
 RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}
 
 
-def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "", tmp: Path | None = None) -> Played:
-    """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds."""
-    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp")))
+def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "", tmp: Path | None = None,
+         lag: float = 0.0) -> Played:
+    """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds; ``lag``:
+    how long the problem's oracles lag the system (see ``Board``)."""
+    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag))
     if strategy != "do_nothing" and not played.refused:
         wait_settled(kube, ns, settle)
     return played

@@ -124,7 +124,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
         await TimelinePlayer(plane, problem.faults, timeline).play_until(max(e.at for e in timeline))
         injected = time.monotonic()
         played = await anyio.to_thread.run_sync(lambda: play(strategy, cluster.kube, ns, 30,
-                                                             component=problem.ground_truth.component, tmp=tmp))
+                                                             component=problem.ground_truth.component, tmp=tmp,
+                                                             lag=symptom_lag(problem)))
         effect = await anyio.to_thread.run_sync(fault_effect, cluster.kube, ns, problem)
         served = await anyio.to_thread.run_sync(users_served, cluster.kube, ns)
         # an oracle reading a rate sees the fault only once its window covers it (as in validate)

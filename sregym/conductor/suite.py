@@ -7,6 +7,10 @@ after it run again). A run that fails is recorded as an error cell and the suite
 missing prerequisite, an unknown name (the agent's), or several failures in a row (the cluster is
 likely broken) stop it.
 
+Where a cell runs is the run function's business: in this process (``run_problem``, the thread
+executor) or as a Kubernetes Job (``suite_jobs.JobCellRunner``, ``--executor jobs``); the
+scheduling below is the same for both.
+
 ``--parallel N`` runs up to N cells side by side when they do not conflict (see ``claims``): each
 cell claims its app namespace, any other namespace its faults name, and the nodes of node-level
 faults. A second cell of an app that is already running gets its own namespace
@@ -408,6 +412,9 @@ class SuiteRunner:
     def run(self, *, resume: bool = False) -> SuiteSummary:
         """Run every pending cell; returns what ran. Raises on a prerequisite or input error, or
         after ``max_consecutive_errors`` failed runs in a row."""
+        before_suite = getattr(self.run_fn, "before_suite", None)
+        if before_suite is not None and resume:  # the jobs executor: a lost suite's Jobs end (and index) first
+            before_suite(self.cluster, self.out_dir)
         todo = self.pending(resume=resume)
         if todo and self.run_fn is _default_run_fn():
             load_registries(self.agent)

@@ -381,3 +381,23 @@ def run_cell(problem: Problem, settings: RunSettings, *, namespace: str, suite: 
                          noise=[settings.noise], out_dir=out_dir, cluster=cluster, parallel=1, retry_errors=True,
                          max_consecutive_errors=1, console=console)
     return runner.run(resume=True)
+
+
+def create_cell_account(kube: Any, namespace: str, service_account: str = "sregym-suite",
+                        cluster_role: str = "cluster-admin") -> Callable[[], None]:
+    """A namespace and a ServiceAccount bound to ``cluster_role`` for the cells' Jobs, as the nightly
+    chart makes them, for a suite driven from outside the cluster (tests, benchmarks). Returns the
+    function that removes all three."""
+    kube.core.create_namespace({"metadata": {"name": namespace}})
+    kube.core.create_namespaced_service_account(namespace, {"metadata": {"name": service_account}})
+    binding = f"{namespace}-{service_account}"
+    kube.rbac.create_cluster_role_binding({
+        "metadata": {"name": binding},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+        "subjects": [{"kind": "ServiceAccount", "name": service_account, "namespace": namespace}]})
+
+    def remove() -> None:
+        kube.rbac.delete_cluster_role_binding(binding)
+        kube.core.delete_namespace(namespace)
+
+    return remove

@@ -13,12 +13,11 @@ import uuid
 from pathlib import Path
 
 import pytest
-from kubernetes import client
 from rich.console import Console
 
 from sregym.cluster.images import build_images
 from sregym.conductor.suite import SuiteRunner, read_index
-from sregym.conductor.suite_jobs import CELLS_DIR, JobCellRunner, JobPod, job_name
+from sregym.conductor.suite_jobs import CELLS_DIR, JobCellRunner, JobPod, create_cell_account, job_name
 from sregym.core.loader import load_problem_arg
 from sregym.core.settings import RunSettings
 from sregym.report.records import load_records
@@ -42,13 +41,8 @@ def lab(cluster):
         pytest.skip("the results folder is mounted from this host: the local cluster only")
     built = build_images(["suite-runner"], provider="local", cluster=cluster.name, socket=socket)
     ns = f"suitejobs-{uuid.uuid4().hex[:6]}"
-    core, rbac = cluster.kube.core, cluster.kube.rbac
-    core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=ns)))
-    core.create_namespaced_service_account(ns, client.V1ServiceAccount(metadata=client.V1ObjectMeta(name="suite")))
-    rbac.create_cluster_role_binding({
-        "metadata": {"name": ns}, "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                                              "name": "cluster-admin"},
-        "subjects": [{"kind": "ServiceAccount", "name": "suite", "namespace": ns}]})
+    core = cluster.kube.core
+    remove = create_cell_account(cluster.kube, ns, "suite")
     had_slot = any(n.metadata.name == "tiny-p1" for n in core.list_namespace().items)
     pod = JobPod(namespace=ns, image=built[-1].refs[0], image_pull_policy="Never", service_account="suite",
                  overhead_seconds=240, poll_seconds=2,
@@ -57,8 +51,7 @@ def lab(cluster):
     try:
         yield pod
     finally:
-        rbac.delete_cluster_role_binding(ns)
-        core.delete_namespace(ns)
+        remove()
         if not had_slot:
             core.delete_namespace("tiny-p1")
 

@@ -46,6 +46,11 @@ class CellEndedByKubernetes(RuntimeError):
     pod wrote a record."""
 
 
+class CellFailed(RuntimeError):
+    """The cell's pod ran the cell and recorded an error (the engine's message): counted as a
+    failed cell, as the thread executor's engine error is."""
+
+
 class JobPod(BaseModel):
     """How each cell's Job is built (``--job-pod FILE``, YAML): where it runs, from which image, with
     which service account, and how it reaches the results folder."""
@@ -237,7 +242,7 @@ class JobCellRunner:
 
     def __init__(self, pod: JobPod, *, problems_dirs: list[Path] = (), kube: Any = None,
                  console: Callable[[str], None] = print, sleep: Callable[[float], None] = time.sleep):
-        self.pod, self.problems_dirs, self.kube = pod, list(problems_dirs), kube
+        self.pod, self.problems_dirs, self.kube = pod, [Path(d).absolute() for d in problems_dirs], kube
         self.say, self.sleep = console, sleep
 
     def before_suite(self, cluster: Any, out_dir: Path) -> None:
@@ -258,7 +263,10 @@ class JobCellRunner:
         name = job_name(out_dir, problem.id, settings)
         folder, settings_file, state_dir = self.paths(out_dir, name)
         state_dir.mkdir(parents=True, exist_ok=True)
-        settings_file.write_text(settings.model_dump_json(exclude_unset=False, indent=2))
+        # the pod's working folder is not ours: folders the settings name are made absolute
+        settings = settings.model_copy(update={"plugins": [p.absolute() for p in settings.plugins],
+                                               "charts_dirs": [p.absolute() for p in settings.charts_dirs]})
+        settings_file.write_text(settings.model_dump_json(indent=2))
         before = len([e for e in read_json_lines(out_dir / INDEX_FILE, {"agent", "problem_id", "seed", "noise"})
                       if (e["agent"], e["problem_id"], int(e["seed"]), bool(e["noise"]))
                       == (settings.agent, problem.id, settings.seed, settings.noise)])
@@ -275,12 +283,13 @@ class JobCellRunner:
             clean_cell_state(kube, state_dir)
             raise
         record = cell_record(out_dir, problem.id, settings, before)
-        if record is not None and kind == "Complete":
-            return record
-        # the pod was stopped before it could recover (deadline) or lost: its faults are still there
-        self._wait_pods_gone(kube, name)
-        errors = clean_cell_state(kube, state_dir)
-        if record is not None:  # it wrote its record but Kubernetes ended it before it exited
+        if record is None or kind != "Complete":
+            # the pod was stopped before it could recover (deadline) or lost: its faults may be there
+            self._wait_pods_gone(kube, name)
+            errors = clean_cell_state(kube, state_dir)
+        if record is not None:  # the pod ran the cell (and may have been ended just after its record)
+            if record.status == "error":
+                raise CellFailed(record.error or "the cell ended in an error")
             return record
         message = kubernetes_ended(reason, when, manifest["spec"]["activeDeadlineSeconds"])
         if errors:

@@ -45,7 +45,8 @@ class FakeCluster:
     reason Kubernetes ends its Job with instead (``DeadlineExceeded``, ``PodLost``)."""
 
     def __init__(self, *, polls: int = 2, ended: dict[str, str] | None = None,
-                 on_create=None):
+                 on_create=None, errors: frozenset[str] = frozenset()):
+        self.errors = errors  # problem ids whose cell the pod records as an error
         self.jobs: dict[str, dict] = {}
         self.left: dict[str, int] = {}
         self.polls, self.ended = polls, ended or {}
@@ -91,8 +92,11 @@ class FakeCluster:
         rec = RunRecord(run_id=f"r-{name}", problem_id=pid, spec_hash="h", suite=arg(args, "--suite"), app="a",
                         namespace=arg(args, "--namespace"), agent=AgentInfo(name=settings.agent), seed=settings.seed,
                         noise=settings.noise, difficulty="easy", versions=Versions(sregym="0.1.0"))
+        if pid in self.errors:
+            rec.status, rec.error = "error", "fault did not take effect"
         write_record(rec, Path(arg(args, "--out")))
-        job["status"] = {"conditions": [{"type": "Complete", "status": "True"}]}
+        job["status"] = {"conditions": [{"type": "Failed" if pid in self.errors else "Complete", "status": "True",
+                                         "reason": "BackoffLimitExceeded"}]}
 
     def read_namespaced_job(self, name, ns):
         if name not in self.jobs:
@@ -282,3 +286,12 @@ def test_open_journals_a_lost_suite_left_are_cleaned_before_anything_runs(tmp_pa
     assert open_journals(state / "journal")
     suite(tmp_path, FakeCluster(), [problem("p1", app="a")], seeds=(0,)).run(resume=True)
     assert not open_journals(state / "journal")
+
+
+def test_a_cell_its_pod_recorded_as_an_error_counts_toward_stopping_the_suite(tmp_path):
+    cluster = FakeCluster(errors=frozenset({"p1"}))
+    with pytest.raises(RuntimeError, match="fault did not take effect"):
+        suite(tmp_path, cluster, [problem("p1", app="a")], parallel=1, seeds=(0, 1, 2),
+              max_consecutive_errors=2).run()
+    index = read_index(tmp_path)
+    assert [e["status"] for e in index] == ["error", "error"]  # one line each: the pod's, none added

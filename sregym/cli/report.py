@@ -103,6 +103,8 @@ def suite_run(
     from sregym.conductor.node_leases import NodeLeases
     from sregym.conductor.suite import SuiteRunner
 
+    if job_pod is not None and executor is not Executor.jobs:
+        raise UserInputError("--job-pod goes with --executor jobs")
     cat = catalog(problems_dir, settings.plugins)
     given_plugins = settings.plugins
     settings = settings.over(cat.suite(suite).suite.settings)
@@ -116,8 +118,6 @@ def suite_run(
         check_problem(lp, noise=True in noise_settings)
     if retry_errors and not resume:
         raise UserInputError("--retry-errors goes with --resume")
-    if job_pod is not None and executor is not Executor.jobs:
-        raise UserInputError("--job-pod goes with --executor jobs")
     run_fn = None
     if executor is Executor.jobs:
         from sregym.conductor.suite_jobs import JobCellRunner, load_job_pod

@@ -74,6 +74,10 @@ class JobPod(BaseModel):
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
     resources: dict[str, Any] = Field(default_factory=dict)
+    host_network: bool = Field(False, description="run each cell in the node's network namespace: on a one-node "
+                               "cluster whose node is the host that deployed the observability stack (the local "
+                               "cluster), a cell then reuses that stack as deployed instead of reinstalling it "
+                               "for a conductor inside a pod")
 
 
 # -- pure: names, deadline, the Job's spec ---------------------------------------------------------
@@ -172,6 +176,8 @@ def job_manifest(*, name: str, pod: JobPod, suite: str, problem: Problem, settin
     labels = {"app.kubernetes.io/component": COMPONENT, CELL_LABEL: results_hash(out_dir)}
     spec: dict[str, Any] = {"serviceAccountName": pod.service_account, "restartPolicy": "Never",
                             "containers": [container], "volumes": [volume, *pod.volumes]}
+    if pod.host_network:
+        spec["hostNetwork"], spec["dnsPolicy"] = True, "ClusterFirstWithHostNet"
     if pod.node_selector:
         spec["nodeSelector"] = pod.node_selector
     if pod.tolerations:

@@ -159,6 +159,12 @@ def test_the_job_runs_the_cell_from_the_image_with_the_service_account_and_its_s
     assert labels[CELL_LABEL] == results_hash(tmp_path) == m["metadata"]["labels"][CELL_LABEL]
 
 
+def test_host_network_puts_the_cell_in_the_nodes_network(tmp_path):
+    assert "hostNetwork" not in manifest_for(tmp_path)["spec"]["template"]["spec"]
+    spec = manifest_for(tmp_path, pod=JobPod(host_network=True))["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
+
+
 def test_the_job_name_and_labels_name_neither_the_problem_nor_the_fault(tmp_path):
     prob = problem("disk_latent_sector_error", injector="latent_sector_error")
     m = manifest_for(tmp_path, prob=prob)

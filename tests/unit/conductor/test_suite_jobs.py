@@ -284,6 +284,15 @@ def test_a_cell_kubernetes_ended_is_an_error_record_saying_so_and_its_journal_is
     assert record.status == "error" and "CellEndedByKubernetes: Kubernetes ended the cell at 2026-11-26T02:00:00Z" \
         in record.error and says in record.error
     assert not any(open_journals(d / "state" / "journal") for d in (tmp_path / "cells").iterdir())
+    assert record.namespace == "a"  # where the cell ran
+
+
+def test_an_error_record_names_the_slot_namespace_the_cell_ran_in(tmp_path):
+    from sregym.report.records import load_records
+
+    cluster = FakeCluster(ended={"p1": "PodLost"}, polls=25)
+    suite(tmp_path, cluster, [problem("p1", app="a")], max_consecutive_errors=9).run()
+    assert sorted(r.namespace for r in load_records([tmp_path])) == ["a", "a-p1"]
 
 
 def test_open_journals_a_lost_suite_left_are_cleaned_before_anything_runs(tmp_path):

@@ -62,7 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     cluster = current_cluster()
     remove = None
     run_fn = None
-    slots = [n.metadata.name for n in cluster.kube.core.list_namespace().items]
+    # a namespace still terminating (a test just deleted it) is not one to keep
+    slots = [n.metadata.name for n in cluster.kube.core.list_namespace().items if n.status.phase == "Active"]
     if args.executor == "jobs":
         socket = local_socket(cluster)
         if socket is None:

@@ -45,7 +45,7 @@ def lab(cluster):
     ns = f"suitejobs-{uuid.uuid4().hex[:6]}"
     core = cluster.kube.core
     remove = create_cell_account(cluster.kube, ns, "suite")
-    had_slot = any(n.metadata.name == "tiny-p1" for n in core.list_namespace().items)
+    had_slot = any(n.metadata.name == "tiny-p1" and n.status.phase == "Active" for n in core.list_namespace().items)
     pod = JobPod(namespace=ns, image=built[-1].refs[0], image_pull_policy="Never", service_account="suite",
                  overhead_seconds=240, poll_seconds=2, host_network=True,
                  volumes=[{"name": "tests", "hostPath": {"path": str(HERE), "type": "Directory"}}],

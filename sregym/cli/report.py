@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from enum import Enum
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,6 +21,11 @@ from sregym.cli.options import (
 from sregym.core.errors import UserInputError
 from sregym.core.settings import RunSettings
 from sregym.report.bootstrap import DEFAULT_RESAMPLES
+
+class Executor(str, Enum):
+    threads = "threads"
+    jobs = "jobs"
+
 
 SeedOpt = Annotated[int, typer.Option("--bootstrap-seed", help="seed of the bootstrap resampling")]
 ResamplesOpt = Annotated[int, typer.Option(help="bootstrap resamples per estimate", min=100)]
@@ -80,6 +86,10 @@ def suite_run(
     retry_errors: Annotated[bool, typer.Option(help="with --resume, also rerun cells that ended in an error")] = False,
     parallel: Annotated[int, typer.Option(min=1, help="cells side by side when their faults do not conflict")] = 1,
     max_consecutive_errors: Annotated[int, typer.Option(min=1, help="stop after this many failed runs in a row")] = 3,
+    executor: Annotated[Executor, typer.Option(help="threads: cells run in this process; jobs: each cell runs as "
+                                                    "a Kubernetes Job (docs/lab.md)")] = Executor.threads,
+    job_pod: Annotated[Optional[Path], typer.Option(help="with --executor jobs: YAML of the cells' Jobs (namespace, "
+                                                         "image, service_account, results_claim, ...)")] = None,
     problems_dir: ProblemsDirOpt = [],  # noqa: B006
     kubeconfig: KubeconfigOpt = None,
     context: ContextOpt = None,
@@ -93,6 +103,8 @@ def suite_run(
     from sregym.conductor.node_leases import NodeLeases
     from sregym.conductor.suite import SuiteRunner
 
+    if job_pod is not None and executor is not Executor.jobs:
+        raise UserInputError("--job-pod goes with --executor jobs")
     cat = catalog(problems_dir, settings.plugins)
     given_plugins = settings.plugins
     settings = settings.over(cat.suite(suite).suite.settings)
@@ -106,17 +118,52 @@ def suite_run(
         check_problem(lp, noise=True in noise_settings)
     if retry_errors and not resume:
         raise UserInputError("--retry-errors goes with --resume")
+    run_fn = None
+    if executor is Executor.jobs:
+        from sregym.conductor.suite_jobs import JobCellRunner, load_job_pod
+
+        run_fn = JobCellRunner(load_job_pod(job_pod), problems_dirs=problems_dir,
+                               console=Console(stderr=True).print)
     n_seeds = seeds or cat.suite(suite).suite.seeds
     cluster = current_cluster(kubeconfig, context)
     runner = SuiteRunner(
         [lp.problem for lp in loaded], suite=suite, settings=settings, seeds=range(n_seeds), noise=noise_settings,
-        out_dir=out, cluster=cluster, parallel=parallel, retry_errors=retry_errors,
+        out_dir=out, cluster=cluster, run_fn=run_fn, parallel=parallel, retry_errors=retry_errors,
         max_consecutive_errors=max_consecutive_errors, leases=NodeLeases(cluster.kube))
     summary = runner.run(resume=resume)
     done = ", ".join(f"{n} {s}" for s, n in sorted(summary.statuses.items())) or "nothing to run"
     Console(stderr=True).print(f"suite {suite} / {settings.agent}: {done}; {summary.skipped} already finished; "
                                f"{summary.seconds / 60:.1f} min")
     typer.echo(str(out))
+
+
+@suite_app.command("cell", hidden=True)
+@run_settings_options()
+def suite_cell(
+    suite: Annotated[str, typer.Option(help="the suite the cell belongs to")],
+    problem: Annotated[str, typer.Option("--problem", "-p", help="problem id")],
+    namespace: Annotated[str, typer.Option(help="the slot namespace the suite chose for the cell's app")],
+    out: Annotated[Path, typer.Option(help="the suite's results directory")],
+    problems_dir: ProblemsDirOpt = [],  # noqa: B006
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+    *,
+    settings: RunSettings,
+) -> None:
+    """One cell of a suite, as the pod of its Job runs it (`suite run --executor jobs` creates it)."""
+    from sregym.cli.options import load_plugins
+    from sregym.cluster.providers import current_cluster
+    from sregym.conductor.checks import check_problem
+    from sregym.conductor.suite_jobs import run_cell
+    from sregym.core.loader import load_problem_arg
+
+    load_plugins(settings.plugins)
+    lp = load_problem_arg(problem, problems_dir)
+    check_problem(lp, noise=settings.noise)
+    summary = run_cell(lp.problem, settings, namespace=namespace, suite=suite, out_dir=out,
+                       cluster=current_cluster(kubeconfig, context), console=Console(stderr=True))
+    if summary.statuses.get("completed", 0) != 1:
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:

@@ -251,6 +251,10 @@ def build_agent_proxy(log=print, source: Path = AGENT_PROXY_SOURCE) -> Path:
     binary = agent_proxy_binary(source)
     if binary.is_file():
         return binary
+    # an image that ships sregym (suite-runner) ships the proxy built from the same sources with it
+    shipped = os.environ.get("SREGYM_AGENT_PROXY")
+    if shipped and Path(shipped).is_file():
+        return Path(shipped)
     if shutil.which("go") is None:
         raise BuildError("`go` is not on PATH; install Go >= 1.25 (it builds the agent's API proxy)")
     binary.parent.parent.mkdir(parents=True, exist_ok=True)

@@ -172,7 +172,9 @@ def assemble(recipe: ImageRecipe, into: Path) -> Path:
     for path, dest in recipe.extra_files:
         (into / dest).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(path, into / dest)
-    where = {"kubectl": kubectl_path, "helm": helm_path}
+    from sregym.cluster.binaries import build_agent_proxy
+
+    where = {"kubectl": kubectl_path, "helm": helm_path, "agentproxy": build_agent_proxy}
     (into / "bin").mkdir(exist_ok=True)
     for name, _ in recipe.binaries:
         shutil.copy2(where[name](), into / "bin" / name)

@@ -7,6 +7,10 @@ after it run again). A run that fails is recorded as an error cell and the suite
 missing prerequisite, an unknown name (the agent's), or several failures in a row (the cluster is
 likely broken) stop it.
 
+Where a cell runs is the run function's business: in this process (``run_problem``, the thread
+executor) or as a Kubernetes Job (``suite_jobs.JobCellRunner``, ``--executor jobs``); the
+scheduling below is the same for both.
+
 ``--parallel N`` runs up to N cells side by side when they do not conflict (see ``claims``): each
 cell claims its app namespace, any other namespace its faults name, and the nodes of node-level
 faults. A second cell of an app that is already running gets its own namespace
@@ -313,7 +317,7 @@ def _error_record(problem: Problem, cell: Cell, suite: str, error: BaseException
     return RunRecord(
         run_id=new_run_id(),
         problem_id=problem.id, spec_hash=problem.spec_hash(), suite=suite, app=problem.app.name,
-        namespace=problem.app.namespace or "", agent=agent_info(cell.agent), seed=cell.seed, noise=cell.noise,
+        namespace=problem_namespace(problem), agent=agent_info(cell.agent), seed=cell.seed, noise=cell.noise,
         settings=cell.settings,
         difficulty=problem.difficulty.value, tags=problem.tags.model_dump(mode="json"), ended_at=now,
         status="error", error=f"{type(error).__name__}: {error}", phases={"total": round(seconds, 3)},
@@ -387,13 +391,14 @@ class SuiteRunner:
         return sum(entry_key(e) == cell.key for e in read_index(self.out_dir))
 
     def _finish(self, cell: Cell, outcome: RunRecord | BaseException, before: int, started: float,
-                summary: SuiteSummary) -> BaseException | None:
-        """Note one finished cell; returns the error when it failed."""
+                summary: SuiteSummary, namespace: str | None = None) -> BaseException | None:
+        """Note one finished cell (run in ``namespace``); returns the error when it failed."""
         took = time.monotonic() - started
         if isinstance(outcome, BaseException):
             if self._indexed_runs(cell) == before:  # the engine wrote no record: write the error cell
-                write_record(_error_record(self.problems[cell.problem], cell, self.suite, outcome, took),
-                             self.out_dir)
+                problem = self.problems[cell.problem]  # as it ran: in its slot namespace
+                problem = with_namespace(problem, namespace) if namespace else problem
+                write_record(_error_record(problem, cell, self.suite, outcome, took), self.out_dir)
             summary.statuses["error"] += 1
             summary.errors.append(f"{cell.label}: {outcome}")
             self.console.print(f"[red]✗[/] {escape(cell.label)}: error: {escape(str(outcome))} [dim]{took:.0f}s[/]")
@@ -408,6 +413,9 @@ class SuiteRunner:
     def run(self, *, resume: bool = False) -> SuiteSummary:
         """Run every pending cell; returns what ran. Raises on a prerequisite or input error, or
         after ``max_consecutive_errors`` failed runs in a row."""
+        before_suite = getattr(self.run_fn, "before_suite", None)
+        if before_suite is not None and resume:  # the jobs executor: a lost suite's Jobs end (and index) first
+            before_suite(self.cluster, self.out_dir)
         todo = self.pending(resume=resume)
         if todo and self.run_fn is _default_run_fn():
             load_registries(self.agent)
@@ -445,7 +453,7 @@ class SuiteRunner:
                         run.leases.release()
                     exc = fut.exception()
                     failed = self._finish(run.cell, exc if exc is not None else fut.result(), run.indexed_before,
-                                          run.started, summary)
+                                          run.started, summary, run.namespace)
                     progress.advance(task)
                     streak = streak + 1 if failed else 0
                     # a missing tool or an unknown name (the agent's) fails every cell alike; other bad

@@ -138,9 +138,10 @@ def discover(repo: Path) -> dict[str, ImageRecipe]:
 
 # binaries an assembled context may ask for: name -> (where sregym builds it, version)
 def _binary_versions() -> dict[str, str]:
-    from sregym.cluster.binaries import HELM, KUBERNETES
+    from sregym.cluster.binaries import HELM, KUBERNETES, agent_proxy_binary
 
-    return {"kubectl": KUBERNETES.version, "helm": HELM.version}
+    # the agent API proxy's "version" is the hash of its sources (its cache folder's name)
+    return {"kubectl": KUBERNETES.version, "helm": HELM.version, "agentproxy": agent_proxy_binary().parent.name}
 
 
 DEFAULT_DIRECTIVE = "default"

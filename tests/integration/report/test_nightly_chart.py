@@ -29,7 +29,8 @@ def test_the_chart_lints_clean():
 
 def test_the_cronjob_runs_each_agent_with_resume_and_keeps_records_on_the_volume(tmp_path):
     objs = render("agents={noop,react}", "seeds=3", "noise=off")
-    assert set(objs) == {"ServiceAccount", "ClusterRoleBinding", "PersistentVolumeClaim", "ConfigMap", "CronJob"}
+    assert set(objs) == {"ServiceAccount", "ClusterRoleBinding", "PersistentVolumeClaim", "ConfigMap", "CronJob",
+                         "Role", "RoleBinding"}
     job = objs["CronJob"]["spec"]
     pod = job["jobTemplate"]["spec"]["template"]["spec"]
     assert job["concurrencyPolicy"] == "Forbid"
@@ -44,6 +45,31 @@ def test_the_cronjob_runs_each_agent_with_resume_and_keeps_records_on_the_volume
     assert "--resume" in script and "sregym leaderboard build" in script and "sregym cleanup" in script
     (tmp_path / "nightly.sh").write_text(script)
     assert subprocess.run(["sh", "-n", str(tmp_path / "nightly.sh")]).returncode == 0
+
+
+def test_the_jobs_executor_gets_a_job_pod_file_and_may_create_jobs(tmp_path):
+    from sregym.conductor.suite_jobs import load_job_pod
+
+    objs = render("executor=jobs", "env.LAB_PORT=8080", "envFromSecret=keys", "extraVolumes[0].name=problems",
+                  "extraVolumes[0].configMap.name=lab-problems")
+    pod = objs["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    env = {e["name"]: e["value"] for e in pod["containers"][0]["env"] if "value" in e}
+    assert env["EXECUTOR"] == "jobs"
+    script = objs["ConfigMap"]["data"]["nightly.sh"]
+    assert "--job-pod /scripts/job-pod.yaml" in script
+    (tmp_path / "job-pod.yaml").write_text(objs["ConfigMap"]["data"]["job-pod.yaml"])
+    cells = load_job_pod(tmp_path / "job-pod.yaml")
+    # each cell's Job: the CronJob's image, service account, results claim (mounted where the night
+    # writes), env and volumes
+    assert cells.namespace == "lab" and cells.service_account == pod["serviceAccountName"]
+    assert cells.image == pod["containers"][0]["image"]
+    assert cells.results_claim == pod["volumes"][0]["persistentVolumeClaim"]["claimName"]
+    assert str(cells.results_mount) == "/results" and cells.env == {"LAB_PORT": "8080"}
+    assert cells.env_from_secret == "keys" and cells.volumes[0]["name"] == "problems"
+    # the night's service account may create and watch the cells' Jobs in its namespace
+    rules = objs["Role"]["rules"]
+    assert any("jobs" in r["resources"] and "create" in r["verbs"] and "delete" in r["verbs"] for r in rules)
+    assert objs["RoleBinding"]["subjects"][0]["name"] == pod["serviceAccountName"]
 
 
 def test_an_existing_claim_replaces_the_chart_pvc():

@@ -75,6 +75,13 @@ def test_a_suite_still_needs_an_agent(tmp_path: Path, capsys):
     assert "pass --agent NAME" in capsys.readouterr().err
 
 
+def test_a_job_pod_file_goes_with_the_jobs_executor(tmp_path: Path, capsys):
+    (tmp_path / "pod.yaml").write_text("namespace: lab\n")
+    assert run_cli(["suite", "run", "--suite", "lite", "--agent", "noop", "--out", str(tmp_path / "out"),
+                    "--job-pod", str(tmp_path / "pod.yaml")]) == 2
+    assert "--job-pod goes with --executor jobs" in capsys.readouterr().err
+
+
 def test_the_settings_schema_is_published(capsys):
     assert run_cli(["schema"]) == 0
     schema = json.loads(capsys.readouterr().out)["run-settings"]

@@ -53,7 +53,8 @@ def possible_edits(obj: dict, *, may_roll: bool = False) -> dict[str, list[Chang
         out["note"] = [(["metadata", "annotations", k], ABSENT, v.format(name=name))
                        for k, values in NOTES.items() if k not in meta["annotations"] for v in values]
     pod_notes = dig(obj, POD_NOTES)
-    if may_roll and obj["kind"] in HISTORY_KINDS and isinstance(pod_notes, dict) and pod_notes:
+    # `dig` answers the ABSENT marker (itself a dict) where the template has no annotations map
+    if may_roll and obj["kind"] in HISTORY_KINDS and isinstance(pod_notes, dict) and pod_notes and pod_notes != ABSENT:
         out["pod note"] = [([*POD_NOTES, k], ABSENT, v.format(name=name))
                            for k, values in NOTES.items() if k not in pod_notes for v in values]
     if meta.get("labels"):

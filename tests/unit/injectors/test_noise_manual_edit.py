@@ -113,3 +113,18 @@ def test_same_seed_same_edit_and_the_params_exclusions_hold(ctx):
     assert plan(ctx, 3).edits == plan(ctx, 3).edits
     for seed in range(40):
         assert ("peer" not in {n for _, n in edited_objects(plan(ctx, seed, exclude=["peer"]))})
+
+
+def test_a_pod_template_without_annotations_offers_no_pod_note():
+    # seen live: shop-db's template has labels only; `dig` answers the ABSENT marker (a dict) there,
+    # the note was offered, and the JSON patch's add under a missing map was refused (422), which
+    # failed the noise and the validation of shop_redis_timeout_tiny on seed 1
+    from injectors.noise_manual_edit import possible_edits
+
+    sts = {"kind": "StatefulSet", "metadata": {"name": "shop-db", "namespace": "app", "labels": {"app": "shop-db"},
+                                               "annotations": {"meta.helm.sh/release-name": "shop"}},
+           "spec": {"revisionHistoryLimit": 10, "template": {"metadata": {"labels": {"app": "shop-db"}}}}}
+    edits = possible_edits(sts, may_roll=True)
+    assert "pod note" not in edits and {"note", "label", "history"} <= set(edits)
+    with_notes = possible_edits(deployment("peer"), may_roll=True)
+    assert "pod note" in with_notes  # a template that has annotations still gets one

@@ -63,8 +63,13 @@ class RunbookBandit:
         self.total: dict[str, dict[str, float]] = defaultdict(lambda: dict.fromkeys(entries, 0.0))
         self.count: dict[str, dict[str, int]] = defaultdict(lambda: dict.fromkeys(entries, 0))
 
+    @staticmethod
+    def table(alert: str) -> str:
+        """The alert's table: the text's hash, so two episodes of one alert share what they learned."""
+        return hashlib.sha256(alert.encode()).hexdigest()[:12]
+
     def pick(self, alert: str) -> str:
-        key = hashlib.sha256(alert.encode()).hexdigest()[:12]
+        key = self.table(alert)
         untried = [e for e in self.entries if self.count[key][e] == 0]
         if untried:
             return self.rng.choice(untried)
@@ -73,7 +78,7 @@ class RunbookBandit:
         return max(self.entries, key=lambda e: self.total[key][e] / self.count[key][e])
 
     def learn(self, alert: str, entry: str, episode_return: float) -> None:
-        key = hashlib.sha256(alert.encode()).hexdigest()[:12]
+        key = self.table(alert)
         self.total[key][entry] += episode_return
         self.count[key][entry] += 1
 

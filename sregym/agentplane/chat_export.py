@@ -1,8 +1,8 @@
 """Run records as chat-format tool-calling conversations, for supervised fine-tuning or offline RL.
 
 One row per episode: OpenAI chat ``messages`` (system, the task prompt as the user turn, then for
-each tool call an assistant turn with ``tool_calls`` and a ``tool`` turn with the matching
-``tool_call_id``), the run's ids and its reward. Written as JSON lines, or as a Hugging Face
+each model reply an assistant turn with the ``tool_calls`` it asked for together, each answered by
+a ``tool`` turn with the matching ``tool_call_id``), the run's ids and its reward. Written as JSON lines, or as a Hugging Face
 ``datasets``-loadable folder (``data/<split>-*.jsonl`` plus a README.md dataset card).
 
 What a record does not hold is not invented: a tool turn carries the text the tool answered as the
@@ -92,15 +92,34 @@ def _numbered_calls(record: RunRecord) -> list[tuple[str, Any]]:
     return [(f"call_{n}", c) for n, c in enumerate(sorted(record.trajectory.tool_calls, key=lambda c: c.t))]
 
 
+def _turns(record: RunRecord) -> list[list[tuple[str, Any]]]:
+    """The numbered calls grouped as the model asked for them: the calls that ran between a turn's
+    reply and its end (``ModelTurn.reply_t`` to ``t``) form one assistant turn; every other call (a
+    policy that calls one tool a turn, a record made before reply times were kept) is its own."""
+    windows = [(m.reply_t, m.t) for m in record.trajectory.model_turns if m.reply_t is not None and m.tool_calls > 1]
+    groups: list[list[tuple[str, Any]]] = []
+    current: tuple[float, float] | None = None
+    for call_id, call in _numbered_calls(record):
+        window = next((w for w in windows if w[0] <= call.t <= w[1]), None)
+        if window is not None and window == current:
+            groups[-1].append((call_id, call))
+        else:
+            groups.append([(call_id, call)])
+        current = window
+    return groups
+
+
 def messages(record: RunRecord, problem: ProblemFacts | None = None) -> list[dict[str, Any]]:
-    """The conversation: one assistant turn per tool call, each followed by its tool turn."""
+    """The conversation: one assistant turn per model reply with the calls it asked for, each
+    followed by its tool turns."""
     out: list[dict[str, Any]] = [{"role": "system", "content": SYSTEM_PROMPT},
                                  {"role": "user", "content": task_prompt(record, problem)}]
-    for call_id, call in _numbered_calls(record):
+    for group in _turns(record):
         out.append({"role": "assistant", "content": None, "tool_calls": [
             {"id": call_id, "type": "function",
-             "function": {"name": call.tool, "arguments": json.dumps(call.arguments, sort_keys=True)}}]})
-        out.append({"role": "tool", "tool_call_id": call_id, "content": _tool_result(call)})
+             "function": {"name": call.tool, "arguments": json.dumps(call.arguments, sort_keys=True)}}
+            for call_id, call in group]})
+        out.extend({"role": "tool", "tool_call_id": call_id, "content": _tool_result(call)} for call_id, call in group)
     return out
 
 

@@ -25,7 +25,10 @@ class ToolCall(BaseModel):
 
 
 class ModelTurn(BaseModel):
-    t: float
+    t: float = Field(..., description="seconds when the turn ended (after the calls it asked for ran)")
+    reply_t: float | None = Field(None, description="seconds when the model's reply arrived, before its calls ran: "
+                                  "the calls made in [reply_t, t] were asked for together (None in records made "
+                                  "before it was kept)")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     tool_calls: int = 0

@@ -101,11 +101,12 @@ class ReactAgent(Agent):
                 reply = await self.client.achat(messages, tools=tools, tool_choice="auto",
                                                 temperature=self.temperature, seed=task.seed)
                 tokens += reply.total_tokens
+                reply_t = task.elapsed()
                 messages.append({"role": "assistant", "content": reply.content, **(
                     {"tool_calls": reply.message["tool_calls"]} if reply.tool_calls else {})})
                 malformed = False
                 if not reply.tool_calls:
-                    turns.append(ModelTurn(t=task.elapsed(), prompt_tokens=reply.prompt_tokens,
+                    turns.append(ModelTurn(t=task.elapsed(), reply_t=reply_t, prompt_tokens=reply.prompt_tokens,
                                            completion_tokens=reply.completion_tokens))
                     text_only += 1
                     if text_only >= MAX_TEXT_ONLY_TURNS:
@@ -128,7 +129,7 @@ class ReactAgent(Agent):
                         content = ("error: " if result.is_error else "") + result_text(result)
                         done = done or (call.name == "submit_mitigation" and not result.is_error)
                     messages.append({"role": "tool", "tool_call_id": call.id, "content": content})
-                turns.append(ModelTurn(t=task.elapsed(), prompt_tokens=reply.prompt_tokens,
+                turns.append(ModelTurn(t=task.elapsed(), reply_t=reply_t, prompt_tokens=reply.prompt_tokens,
                                        completion_tokens=reply.completion_tokens, tool_calls=len(reply.tool_calls),
                                        malformed=malformed))
                 if done:

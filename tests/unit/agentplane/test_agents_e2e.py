@@ -25,7 +25,7 @@ from sregym.agentplane.budgets import AgentBudgets
 from sregym.agentplane.plane import AgentPlane
 from sregym.core.errors import PrerequisiteError, UserInputError
 from sregym.models import ChatClient
-from sregym.testing.llm_playback import PlaybackServer, Reply, raw_tool_call, text, tool_call
+from sregym.testing.llm_playback import PlaybackServer, Reply, ScriptedToolCall, raw_tool_call, text, tool_call
 
 PROMPT = "An alert fired: checkout p99 latency above 2s in namespace shop."
 
@@ -92,6 +92,24 @@ def test_react_agent_investigates_counts_malformed_calls_and_submits(agent_kubec
     after_unknown = requests[3]["messages"][-1]
     assert "no tool named 'ssh_into_node'" in after_unknown["content"] and "kubectl" in after_unknown["content"]
     assert "Client Version" in requests[1]["messages"][-1]["content"]
+
+
+def test_react_agent_records_when_each_reply_came_so_calls_made_together_stay_together(
+        agent_kubeconfig: Path) -> None:
+    script = [
+        Reply(tool_calls=[ScriptedToolCall(name="kubectl", arguments={"command": ["version", "--client"]}),
+                          ScriptedToolCall(name="kubectl", arguments={"command": ["config", "view"]})]),
+        tool_call("submit_diagnosis", {"text": "nothing is wrong"}),
+        tool_call("submit_mitigation", {}),
+    ]
+    with PlaybackServer(script) as llm:
+        agent = ReactAgent(client=ChatClient(llm.base_url, "scripted-model"))
+        result, traj, _ = run_in_plane(agent_kubeconfig, agent, AgentBudgets(steps=10, seconds=120))
+    first, *_ = result.model_turns
+    assert first.tool_calls == 2 and first.reply_t is not None
+    together = [c for c in traj.tool_calls if first.reply_t <= c.t <= first.t]
+    assert [c.arguments["command"][0] for c in together] == ["version", "config"]
+    assert all(t.reply_t is not None and t.reply_t <= t.t for t in result.model_turns)
 
 
 def test_react_agent_stops_at_the_step_budget(agent_kubeconfig: Path) -> None:

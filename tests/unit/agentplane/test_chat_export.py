@@ -5,7 +5,7 @@ import json
 from pathlib import Path
 
 from sregym.cli.main import run_cli
-from sregym.core.trajectory import ToolCall
+from sregym.core.trajectory import ModelTurn, ToolCall
 from sregym.agentplane.chat_export import ProblemFacts, episode, export_episodes, messages, write_hf_dataset
 
 FACTS = ProblemFacts(alert="Users see 502 errors on the search page.", split="train",
@@ -73,6 +73,32 @@ def test_a_tool_turn_carries_the_text_the_tool_answered():
     msgs = messages(record, FACTS)
     assert msgs[3]["content"] == "NAME    READY   STATUS\ngeo-1   0/1     CrashLoopBackOff"
     assert msgs[5]["content"] == "there is no tool named 'bogus_tool'"
+
+
+def test_calls_one_model_reply_made_together_are_one_assistant_turn():
+    # an LLM that asks for two tools in one reply was sent both results before its next turn; exported
+    # one call per turn, the fine-tuned model would learn a conversation it never had
+    record = calls_record()
+    tc = record.trajectory.tool_calls  # t = 0, 1, 2 (made by make_record), then submit at 10
+    record.trajectory.model_turns = [ModelTurn(t=1.5, reply_t=0.0, tool_calls=2),   # kubectl get, bogus_tool
+                                     ModelTurn(t=2.5, reply_t=1.8, tool_calls=1),   # kubectl rollout
+                                     ModelTurn(t=4.0, reply_t=3.9),                 # text only: no call
+                                     ModelTurn(t=10.5, reply_t=9.5, tool_calls=1)]  # submit
+    assert [c.t for c in tc] == [0.0, 1.0, 2.0, 10.0]
+    msgs = messages(record, FACTS)
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "tool", "assistant", "tool",
+                                         "assistant", "tool"]
+    both = msgs[2]["tool_calls"]
+    assert [c["function"]["name"] for c in both] == ["kubectl", "bogus_tool"]
+    assert [m["tool_call_id"] for m in msgs[3:5]] == [c["id"] for c in both]
+    assert [c["function"]["name"] for c in msgs[5]["tool_calls"] + msgs[7]["tool_calls"]] == ["kubectl", "submit_mitigation"]
+
+
+def test_without_reply_times_each_call_is_its_own_turn():
+    # records made before reply times were kept, and policies that call one tool a turn (the gym's)
+    record = calls_record()
+    record.trajectory.model_turns = [ModelTurn(t=2.5, tool_calls=2), ModelTurn(t=3.5, tool_calls=1)]
+    assert [m["role"] for m in messages(record, FACTS)] == ["system", "user"] + ["assistant", "tool"] * 4
 
 
 def test_row_carries_ids_and_reward_but_no_grader_evidence_or_ground_truth_by_default():

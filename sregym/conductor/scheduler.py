@@ -97,10 +97,13 @@ class TimelinePlayer:
             await self._play(ev, strict=False)
 
     async def stop_noise(self) -> list[str]:
-        """Recover every noise event still active (before grading, so churn does not skew it)."""
+        """Recover every transient noise event still active (before grading, so churn does not skew
+        it). Noise without a stop event (the hand edits leading in to the incident) stays until the
+        recover phase, after grading: its undo would roll pods under the grade."""
+        transient = {e.name for e in self.events if e.kind == "noise" and e.action == "stop"}
         errors = []
         for key, act in list(self.plane.active.items()):
-            if act.intent.kind == "noise" and not act.recovered:
+            if act.intent.kind == "noise" and key in transient and not act.recovered:
                 try:
                     await self.plane.stop(key)
                 except Exception as e:  # noqa: BLE001

@@ -15,7 +15,9 @@ wrong, so the fault's edit must be neither the only one written before the page 
 latest. One to three come in the ``LEAD_SECONDS`` before the first fault (negative offsets: the
 player starts its clock that much earlier), none to three right after the faults and before the agent
 is paged, one within the agent's first minute; one of those before the page edits what faults edit
-(a container's env) where it can. They stay until the noise is stopped (at the horizon, or before grading).
+(a container's env) where it can. They have no stop event: like a fault without a duration they stay
+until the recover phase, after grading (a hand edit from before the incident is still there when the
+fix is graded, and undoing the env variable rolls pods, which must not happen under the grade).
 """
 
 from __future__ import annotations
@@ -75,8 +77,8 @@ def noise_events(problem: Problem, seed: int, horizon: float, start: float = 0.0
 
 
 def lead_edits(problem: Problem, seed: int, horizon: float, onset: float) -> list[TimelineEvent]:
-    """The seeded lead-in of hand edits around the incident (see the module docstring), each
-    stopping at ``horizon``. Their number and order vary with the seed, so the fault's edit has no
+    """The seeded lead-in of hand edits around the incident (see the module docstring), the last
+    before ``horizon``; none stops before the recover phase. Their number and order vary with the seed, so the fault's edit has no
     fixed rank among the `kubectl-edit` entries written before the page."""
     policy = problem.noise
     if policy.per_window == 0 or HAND_EDIT not in policy.types:
@@ -98,7 +100,6 @@ def lead_edits(problem: Problem, seed: int, horizon: float, onset: float) -> lis
         if at == onset:  # on the fault's object it would move only the fault's entry past the others
             params["spare_root"] = True
         events.append(TimelineEvent(at=at, action="start", kind="noise", name=name, injector=injector, params=params))
-        events.append(TimelineEvent(at=max(horizon, at), action="stop", kind="noise", name=name, injector=injector))
     return events
 
 

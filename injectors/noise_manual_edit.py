@@ -70,7 +70,7 @@ def possible_edits(obj: dict, *, may_roll: bool = False) -> dict[str, list[Chang
     if meta.get("labels"):
         out["label"] = [(["metadata", "labels", k], ABSENT, v)
                         for k, values in LABELS.items() if k not in meta["labels"] for v in values]
-    if may_roll and obj["kind"] in HISTORY_KINDS:
+    if may_roll and obj["kind"] == "Deployment":  # surges a new pod first; a StatefulSet's goes down first
         out["env"] = env_edits(obj)
     kept = dig(obj, HISTORY)
     if obj["kind"] in HISTORY_KINDS and isinstance(kept, int):

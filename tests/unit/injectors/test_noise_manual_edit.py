@@ -262,3 +262,12 @@ def test_an_env_edit_adds_one_unread_variable_outside_the_root_cause_and_undoes_
 def plan_spec(ctx, seed: int):
     cls = INJECTORS.get("noise_manual_edit")
     return cls(cls.Params(sort="spec"), None, ctx(seed), cls.mechanisms[0]).plan()
+
+
+def test_no_env_edit_on_a_stateful_set():
+    # a StatefulSet's roll takes its pod down before the new one starts (a database would be down)
+    from injectors.noise_manual_edit import possible_edits
+
+    sts = with_containers(deployment("db")) | {"kind": "StatefulSet"}
+    assert "env" not in possible_edits(sts, may_roll=True)
+    assert "env" in possible_edits(with_containers(deployment("db")), may_roll=True)

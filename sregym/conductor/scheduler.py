@@ -55,7 +55,7 @@ class TimelinePlayer:
             self.note(f"fault {f.id} in place ({intent.mechanism}): {check.detail}")
         else:
             accepted = INJECTORS.get(ev.injector).Params.model_fields
-            params = {k: v for k, v in self.noise_params.items() if k in accepted}
+            params = {k: v for k, v in {**self.noise_params, **ev.params}.items() if k in accepted}
             intent = await self.plane.start(key=ev.name, kind="noise", injector=ev.injector, params=params,
                                             target=Selector(namespace=self.plane.app_namespace))
             ev.mechanism = intent.mechanism
@@ -74,10 +74,15 @@ class TimelinePlayer:
             return
         ev.done_at, ev.ok = round(self._elapsed(), 3), True
 
-    async def play_until(self, until: float) -> None:
-        """Play, in order, every event at or before ``until`` (starting the clock on first call)."""
+    def _start_clock(self) -> None:
+        # events before offset 0 (noise leading in to the first fault) are played in real time too
         if self.t0 is None:
-            self.t0 = time.monotonic()
+            self.t0 = time.monotonic() - min([0.0, *(e.at for e in self.events)])
+
+    async def play_until(self, until: float) -> None:
+        """Play, in order, every event at or before ``until`` (starting the clock on first call, at
+        the earliest event's offset when that is negative)."""
+        self._start_clock()
         while self._next < len(self.events) and self.events[self._next].at <= until:
             ev = self.events[self._next]
             self._next += 1
@@ -85,18 +90,20 @@ class TimelinePlayer:
 
     async def play_rest(self) -> None:
         """Play the remaining events; meant for a background task cancelled when the agent is done."""
-        if self.t0 is None:
-            self.t0 = time.monotonic()
+        self._start_clock()
         while self._next < len(self.events):
             ev = self.events[self._next]
             self._next += 1
             await self._play(ev, strict=False)
 
     async def stop_noise(self) -> list[str]:
-        """Recover every noise event still active (before grading, so churn does not skew it)."""
+        """Recover every transient noise event still active (before grading, so churn does not skew
+        it). Noise without a stop event (the hand edits leading in to the incident) stays until the
+        recover phase, after grading: its undo would roll pods under the grade."""
+        transient = {e.name for e in self.events if e.kind == "noise" and e.action == "stop"}
         errors = []
         for key, act in list(self.plane.active.items()):
-            if act.intent.kind == "noise" and not act.recovered:
+            if act.intent.kind == "noise" and key in transient and not act.recovered:
                 try:
                     await self.plane.stop(key)
                 except Exception as e:  # noqa: BLE001

@@ -8,6 +8,16 @@ Noise windows start when the agent phase opens (the incident onset), and the fir
 within ``FIRST_NOISE_WITHIN`` seconds of it: background trouble is there from the first look, as
 in production, so a fast agent meets it too (windows counted from the injection put the first
 event anywhere in the first five minutes).
+
+Hand edits (``manual_edit``, where the policy has it) also come as a seeded lead-in around the
+incident (``lead_edits``): a real cluster has a history of `kubectl edit`s from before anything went
+wrong, so the fault's edit must be neither the only one written before the page nor, by rule, the
+latest. One to three come in the ``LEAD_SECONDS`` before the first fault (negative offsets: the
+player starts its clock that much earlier), none to three right after the faults and before the agent
+is paged, one within the agent's first minute; one of those before the page edits what faults edit
+(a container's env) where it can. They have no stop event: like a fault without a duration they stay
+until the recover phase, after grading (a hand edit from before the incident is still there when the
+fix is graded, and undoing the env variable rolls pods, which must not happen under the grade).
 """
 
 from __future__ import annotations
@@ -20,9 +30,12 @@ from sregym.core.record import TimelineEvent
 from sregym.core.seeds import rng
 
 FIRST_NOISE_WITHIN = 15.0
+HAND_EDIT = "manual_edit"
+LEAD_SECONDS = 20.0  # how long before the first fault the earliest lead-in edit may come
+EARLY_WITHIN = 45.0  # the lead-in edit after the page comes within this many seconds of the onset
 
 
-def noise_event_name(noise_type: str, index: int) -> str:
+def noise_event_name(noise_type: str, index: int | str) -> str:
     """Noise events are named ``<type>#<n>`` so a start and its stop pair up in the record."""
     return f"{noise_type}#{index}"
 
@@ -63,6 +76,33 @@ def noise_events(problem: Problem, seed: int, horizon: float, start: float = 0.0
     return events
 
 
+def lead_edits(problem: Problem, seed: int, horizon: float, onset: float) -> list[TimelineEvent]:
+    """The seeded lead-in of hand edits around the incident (see the module docstring), the last
+    before ``horizon``; none stops before the recover phase. Their number and order vary with the seed, so the fault's edit has no
+    fixed rank among the `kubectl-edit` entries written before the page."""
+    policy = problem.noise
+    if policy.per_window == 0 or HAND_EDIT not in policy.types:
+        return []
+    r = rng(seed, "noise-lead", problem.id)
+    first_fault = min((f.at for f in problem.faults), default=0.0)
+    before = sorted(round(first_fault - r.uniform(1.0, LEAD_SECONDS), 3) for _ in range(r.randint(1, 3)))
+    at_onset = [onset] * r.randint(0, 3)  # played after the faults (same instant: faults first)
+    early = [round(onset + r.uniform(0.0, max(0.0, min(EARLY_WITHIN, horizon - onset - 1.0))), 3)]
+    # one edits what faults edit, where it can: after the faults in half the runs, so the fault's is
+    # the later of the two spec edits before the page no more often than the noise's
+    after = at_onset and r.random() < 0.75
+    spec = len(before) + r.randrange(len(at_onset)) if after else r.randrange(len(before))
+    injector = noise_injector_name(HAND_EDIT)
+    events = []
+    for n, at in enumerate(before + at_onset + early):
+        name = noise_event_name(HAND_EDIT, f"lead{n}")
+        params = {"sort": "spec"} if n == spec else {}
+        if at == onset:  # on the fault's object it would move only the fault's entry past the others
+            params["spare_root"] = True
+        events.append(TimelineEvent(at=at, action="start", kind="noise", name=name, injector=injector, params=params))
+    return events
+
+
 def horizon_for(problem: Problem, agent_seconds: float | None = None) -> float:
     """How long noise may run: until the last fault starts, plus the agent's wall-time budget."""
     last_start = max((f.at for f in problem.faults), default=0.0)
@@ -74,7 +114,8 @@ def resolve_timeline(problem: Problem, seed: int, noise: bool, *, agent_seconds:
     """Every start and stop, sorted by time (faults before noise at the same instant; stops first)."""
     events = fault_events(problem)
     if noise:
-        events += noise_events(problem, seed, horizon_for(problem, agent_seconds), start=incident_onset(events))
+        horizon, onset = horizon_for(problem, agent_seconds), incident_onset(events)
+        events += noise_events(problem, seed, horizon, start=onset) + lead_edits(problem, seed, horizon, onset)
     order = {("stop", "noise"): 0, ("stop", "fault"): 1, ("start", "fault"): 2, ("start", "noise"): 3}
     return sorted(events, key=lambda e: (e.at, order[(e.action, e.kind)]))
 

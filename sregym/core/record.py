@@ -22,6 +22,7 @@ class TimelineEvent(BaseModel):
     name: str = Field(..., description="fault id or noise type")
     injector: str
     target: str = ""
+    params: dict[str, Any] = Field(default_factory=dict, description="a noise event's own params (over the run's)")
     mechanism: str | None = None
     done_at: float | None = Field(None, description="when it actually happened (None: never reached)")
     ok: bool | None = None

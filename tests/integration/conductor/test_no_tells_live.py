@@ -21,6 +21,7 @@ from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.journal import Journal, RunHeader
 from sregym.core.constants import OWNER_VALUE, RUN_LABEL
 from sregym.core.problem import Selector
+from sregym.injectors import ABSENT
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "injectors"))
 from injector_testapp import manifests  # noqa: E402
@@ -86,15 +87,28 @@ def test_nothing_the_agent_reads_names_the_fault_plane(cluster, app_ns):
                               target=Selector())
             await plane.start(key="noise-2", kind="noise", injector="noise_manual_edit", params={},
                               target=Selector())
+            # the lead-in's hand edit of what faults edit: a variable in a container's env, off the root cause
+            await plane.start(key="noise-3", kind="noise", injector="noise_manual_edit", params={"sort": "spec"},
+                              target=Selector())
+            spec_edits.extend(plane.active["noise-3"].state.edits)
             listed = cluster.kube.kubectl("-n", ns, "get", READABLE, "-o", "json", "--show-managed-fields")
             return json.loads(listed.stdout)["items"]
         finally:
             assert await plane.recover_all() == []
             journal.close()
 
+    spec_edits: list[dict] = []
     items = anyio.run(play)
     kinds = {o["kind"] for o in items}
     assert {"LimitRange", "Deployment", "ConfigMap"} <= kinds  # the faults' objects were really there
     managers = {e["manager"] for o in items for e in o["metadata"].get("managedFields") or []}
     assert {"kubectl-edit", "kubectl-rollout", "kubectl-create"} <= managers  # what a person's kubectl leaves
     assert tells(items, run_id) == []
+    (e,) = spec_edits
+    assert e["path"][-1] == "env" and e["name"] != "web", e  # rolls pods: never the root cause's
+    obj = next(o for o in items if o["kind"] == e["kind"] and o["metadata"]["name"] == e["name"])
+    owned = [m["fieldsV1"] for m in obj["metadata"]["managedFields"] if m["manager"] == "kubectl-edit"]
+    assert any('"f:env"' in json.dumps(f) for f in owned), owned  # the manager on a spec field, as a fault's
+    after = json.loads(cluster.kube.kubectl("-n", ns, "get", e["kind"].lower(), e["name"], "-o", "json").stdout)
+    assert after["spec"]["template"]["spec"]["containers"][e["path"][-2]].get("env", "ABSENT") == (
+        "ABSENT" if e["before"] == ABSENT else e["before"])  # undone at recovery

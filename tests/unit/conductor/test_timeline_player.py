@@ -99,3 +99,34 @@ def test_noise_that_fails_is_recorded_and_the_run_goes_on(world: Path, tmp_path:
     assert any("ghost#0" in n for n in notes)
     stopped = anyio.run(player.stop_noise)
     assert stopped == [] and read(world).get("vuln") == "good"
+
+
+def test_noise_without_a_stop_event_outlives_stop_noise_and_plays_in_real_time_before_offset_zero():
+    """The hand edits leading in to the incident stay through grading (their undo would roll pods
+    under the grade) and come off in the recover phase; events before offset 0 wait their turn."""
+    from types import SimpleNamespace
+
+    class Plane:
+        def __init__(self):
+            self.active = {k: SimpleNamespace(intent=SimpleNamespace(kind="noise"), recovered=False)
+                           for k in ("manual_edit#lead0", "pod_restart#0")}
+            self.stopped: list[str] = []
+
+        async def stop(self, key):
+            self.stopped.append(key)
+
+    events = [TimelineEvent(at=-0.3, action="start", kind="noise", name="manual_edit#lead0", injector="x"),
+              TimelineEvent(at=0.0, action="start", kind="noise", name="pod_restart#0", injector="y"),
+              TimelineEvent(at=9.0, action="stop", kind="noise", name="pod_restart#0", injector="y")]
+    plane = Plane()
+    player = TimelinePlayer(plane, [], events)
+    fired: list[float] = []
+
+    async def fire(ev):
+        fired.append(time.monotonic())
+
+    player._fire = fire
+    start = time.monotonic()
+    anyio.run(player.play_until, 0.0)
+    assert len(fired) == 2 and fired[1] - start >= 0.25  # offset 0 came 0.3 s after the lead-in's start
+    assert anyio.run(player.stop_noise) == [] and plane.stopped == ["pod_restart#0"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sregym.conductor.timeline import FIRST_NOISE_WITHIN, incident_onset, resolve_timeline
+from sregym.conductor.timeline import EARLY_WITHIN, FIRST_NOISE_WITHIN, LEAD_SECONDS, incident_onset, resolve_timeline
 from sregym.core.problem import Problem
 
 
@@ -49,7 +49,8 @@ def test_faults_start_and_stop_at_their_offsets():
 
 
 def test_noise_fills_each_window_over_the_horizon_and_always_stops():
-    events = [e for e in resolve_timeline(make_problem(), 3, True) if e.kind == "noise"]
+    # the hand edits' lead-in around the onset (see test_lead_in...) stays until recovery
+    events = [e for e in resolve_timeline(make_problem(), 3, True) if e.kind == "noise" and "#lead" not in e.name]
     starts = [e for e in events if e.action == "start"]
     stops = {e.name: e.at for e in events if e.action == "stop"}
     # windows start at the onset (30 s) and run to last fault start + agent budget (330 s):
@@ -79,7 +80,7 @@ def test_noise_is_there_from_the_start_of_the_agent_phase_for_every_seed():
     for seed in range(50):
         events = resolve_timeline(p, seed, True)
         onset = incident_onset(events)
-        starts = sorted(e.at for e in events if e.kind == "noise" and e.action == "start")
+        starts = sorted(e.at for e in events if e.kind == "noise" and e.action == "start" and "#lead" not in e.name)
         assert onset <= starts[0] <= onset + FIRST_NOISE_WITHIN, (seed, starts[0])
         firsts.add(starts[0])
     assert len(firsts) > 40  # seeded, not a fixed offset
@@ -87,5 +88,21 @@ def test_noise_is_there_from_the_start_of_the_agent_phase_for_every_seed():
 
 def test_a_horizon_shorter_than_the_first_noise_window_still_gets_early_noise():
     events = resolve_timeline(make_problem(window_seconds=300), 4, True, agent_seconds=20)
-    starts = [e.at for e in events if e.kind == "noise" and e.action == "start"]
+    starts = [e.at for e in events if e.kind == "noise" and e.action == "start" and "#lead" not in e.name]
     assert starts and all(30 <= at < 50 for at in starts)
+    assert all(e.at < 50 for e in events if "#lead" in e.name and e.action == "start")  # the lead-in too
+
+
+def test_lead_in_hand_edits_come_before_the_first_fault_after_the_faults_and_in_the_first_minute():
+    for seed in range(30):
+        events = resolve_timeline(make_problem(), seed, True)
+        lead = [e for e in events if "#lead" in e.name and e.action == "start"]
+        assert all(e.injector == "noise_manual_edit" for e in lead)
+        assert 1 <= sum(-LEAD_SECONDS <= e.at < 0 for e in lead) <= 3  # before the first fault (at 0)
+        assert sum(30 < e.at <= 30 + EARLY_WITHIN for e in lead) == 1  # in the agent's first minute
+        assert sum(e.params.get("sort") == "spec" for e in lead) == 1
+        assert not [e for e in events if "#lead" in e.name and e.action == "stop"]  # undone at recovery
+        # at the onset, after the faults in the sorted timeline: the player plays them before the page
+        at_onset = [i for i, e in enumerate(events) if "#lead" in e.name and e.at == 30.0]
+        assert all(i > events.index(next(e for e in events if e.name == "surge")) for i in at_onset)
+    assert not [e for e in resolve_timeline(make_problem(types=["pod_restart"]), 1, True) if "#lead" in e.name]

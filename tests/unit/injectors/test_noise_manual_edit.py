@@ -128,3 +128,146 @@ def test_a_pod_template_without_annotations_offers_no_pod_note():
     assert "pod note" not in edits and {"note", "label", "history"} <= set(edits)
     with_notes = possible_edits(deployment("peer"), may_roll=True)
     assert "pod note" in with_notes  # a template that has annotations still gets one
+
+
+# -- the managedFields detective: when `kubectl-edit` was written, and on which fields ----------------------------
+
+VERIFY_S = 3.0  # how long the faults take to verify before the agent is paged
+METADATA = (["metadata", "annotations"], ["metadata", "labels"], ["spec", "revisionHistoryLimit"])
+
+
+def with_containers(obj: dict) -> dict:
+    if obj["kind"] != "Deployment":
+        return obj
+    tpl = obj["spec"]["template"]
+    name = obj["metadata"]["name"]
+    return obj | {"spec": obj["spec"] | {"template": tpl | {"spec": {"containers": [
+        {"name": name, "image": f"{name}:1", "env": [{"name": "PORT", "value": "8080"}]}]}}}}
+
+
+@pytest.fixture
+def app_ctx(monkeypatch):
+    app = {kind: [with_containers(o) for o in objs] for kind, objs in APP.items()}
+    monkeypatch.setattr(noise, "list_objects", lambda kube, kind, ns: app.get(kind, []))
+    return lambda seed: SimpleNamespace(kube=None, app_namespace="app", exclude=[ROOT], seed=seed)
+
+
+def hand_edit_problem() -> Problem:
+    return Problem.model_validate({
+        "id": "p", "title": "t", "alert": "Checkout errors are above their objective.", "app": {"name": "shop"},
+        "faults": [{"id": "f", "injector": "env_var", "target": {"kind": "Deployment", "name": ROOT}}],
+        "ground_truth": {"root_cause": "web lost its upstream address", "component": ROOT, "mechanism": "m",
+                         "faulty_fault_ids": ["f"]},
+        "oracles": {"mitigation": [{"name": "slo"}]}, "difficulty": "easy",
+        "tags": {"layer": "application", "fault_family": "config", "failure_mode": "errors"},
+        "budgets": {"seconds": 900}})
+
+
+def kubectl_edit_writes(ctx, problem: Problem, seed: int) -> tuple[list[tuple[float, tuple[str, str], list]], float]:
+    """Every `kubectl-edit` write of a seeded noisy run, as (when, object, path), and when the agent is
+    paged: the faults' edits at their offsets, each manual_edit noise as the fault plane plans it
+    (its seed and params), played as the player plays it (events at the onset once the faults are
+    verified, the rest no earlier than the page)."""
+    from sregym.conductor.timeline import incident_onset, resolve_timeline
+    from sregym.core.seeds import derive_seed
+
+    events = resolve_timeline(problem, seed, True)
+    onset = incident_onset(events)
+    page = onset + VERIFY_S + 1.0
+    writes = [(f.at, ("Deployment", ROOT), FAULT_PATH) for f in problem.faults]
+    cls = INJECTORS.get("noise_manual_edit")
+    for ev in events:
+        if ev.kind != "noise" or ev.action != "start" or ev.injector != "noise_manual_edit":
+            continue
+        when = ev.at if ev.at < onset else onset + VERIFY_S if ev.at == onset else max(ev.at, page)
+        inj = cls(cls.Params(**ev.params), None, ctx(derive_seed(seed, "noise", ev.name)), cls.mechanisms[0])
+        writes += [(when, (e["kind"], e["name"]), e["path"]) for e in inj.plan().edits]
+    return writes, page
+
+
+def detectives(writes, page: float) -> dict[str, tuple[str, str] | None]:
+    """What an agent that reads only managedFields (entry per object: the time of its last write)
+    names as the root cause's object, by three rules, reading at the page (the spec rule reads
+    through the agent's first minute)."""
+    before: dict[tuple[str, str], float] = {}  # as read at the page: later writes are not there yet
+    for when, obj, _ in writes:
+        if when < page:
+            before[obj] = max(before.get(obj, when), when)
+    spec = {o for when, o, path in writes if when < page + 60 and not any(path[:len(m)] == m for m in METADATA)
+            and path[:-1] != restart_path()[:-1]}
+    newest = sorted(before, key=before.get, reverse=True)
+    return {**{f"{rank} latest before the page": newest[k] if len(newest) > k else None
+               for k, rank in enumerate(("1st", "2nd", "3rd"))},
+            "only one before the page": next(iter(before)) if len(before) == 1 else None,
+            "only one on a spec field in the first minute": next(iter(spec)) if len(spec) == 1 else None}
+
+
+def test_the_managed_fields_detective_names_the_root_cause_no_better_than_chance(app_ctx):
+    """The attack on the times and fields of `kubectl-edit` entries, over 200 seeded noisy runs: the
+    object whose entry is the latest (2nd, 3rd latest) before the page, the only one written before
+    it, or the only one on a field faults write. Before the lead-in, the latest, the only one and the
+    only spec one named the root cause in every run."""
+    problem, seeds = hand_edit_problem(), range(200)
+    hits = {rule: 0 for rule in detectives([], 0.0)}
+    chance = 0.0  # a guess among the objects whose entry was written before the page
+    for seed in seeds:
+        writes, page = kubectl_edit_writes(app_ctx, problem, seed)
+        for rule, named in detectives(writes, page).items():
+            hits[rule] += named == ("Deployment", ROOT)
+        chance += 1 / len({o for when, o, _ in writes if when < page})
+    rate = {rule: n / len(seeds) for rule, n in hits.items()}
+    chance /= len(seeds)
+    assert rate["only one before the page"] == 0.0, rate
+    assert rate["only one on a spec field in the first minute"] == 0.0, rate
+    # measured over these seeds: 1st 0.26, 2nd 0.365, 3rd 0.325, a guess 0.33 (the fault's own edit
+    # makes its object a little likelier to be in a given rank than another's)
+    assert max(rate[f"{r} latest before the page"] for r in ("1st", "2nd", "3rd")) <= 0.42, (rate, chance)
+    assert chance <= 0.4
+
+
+def test_every_noisy_run_has_a_hand_edit_before_the_page_and_one_in_the_first_minute(app_ctx):
+    problem = hand_edit_problem()
+    for seed in range(100):
+        writes, page = kubectl_edit_writes(app_ctx, problem, seed)
+        noise_writes = [w for w in writes if w[2] != FAULT_PATH or w[1] != ("Deployment", ROOT)]
+        assert any(when < 0 for when, _, _ in noise_writes)  # before the fault was injected
+        assert any(page <= when < page + 60 for when, _, _ in noise_writes)  # in the agent's first minute
+        spec = [w for w in noise_writes if not any(w[2][:len(m)] == m for m in METADATA)
+                and w[2][:-1] != restart_path()[:-1] and w[0] < page]
+        assert spec and all(o != ("Deployment", ROOT) for _, o, _ in spec)  # never rolls the root cause
+    assert resolve_lead(problem, 5) == resolve_lead(problem, 5)  # same seed, same schedule
+
+
+def resolve_lead(problem: Problem, seed: int) -> list[tuple]:
+    from sregym.conductor.timeline import resolve_timeline
+
+    return [(e.at, e.name, e.params) for e in resolve_timeline(problem, seed, True) if "lead" in e.name]
+
+
+def test_an_env_edit_adds_one_unread_variable_outside_the_root_cause_and_undoes_to_the_list_that_was_there(app_ctx):
+    from injectors.noise_manual_edit import ENV
+
+    envs = 0
+    for seed in range(80):
+        for e in plan(app_ctx, seed).edits + plan_spec(app_ctx, seed).edits:
+            if e["path"][-1] != "env":
+                continue
+            envs += 1
+            assert e["name"] != ROOT and e["kind"] == "Deployment"  # it rolls pods
+            assert e["before"] == [{"name": "PORT", "value": "8080"}]
+            assert e["after"][:-1] == e["before"] and e["after"][-1]["name"] in ENV
+    assert envs
+
+
+def plan_spec(ctx, seed: int):
+    cls = INJECTORS.get("noise_manual_edit")
+    return cls(cls.Params(sort="spec"), None, ctx(seed), cls.mechanisms[0]).plan()
+
+
+def test_no_env_edit_on_a_stateful_set():
+    # a StatefulSet's roll takes its pod down before the new one starts (a database would be down)
+    from injectors.noise_manual_edit import possible_edits
+
+    sts = with_containers(deployment("db")) | {"kind": "StatefulSet"}
+    assert "env" not in possible_edits(sts, may_roll=True)
+    assert "env" in possible_edits(with_containers(deployment("db")), may_roll=True)

@@ -4,8 +4,8 @@ the namespace, never the fault."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import anyio
@@ -72,16 +72,34 @@ def ensure_workbench_image(cluster: ClusterHandle) -> None:
     build_images([IMAGE_NAME], provider="local", cluster=cluster.name)
 
 
-async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
-                    budgets: Budgets, seed: int, forbidden_words: list[str],
-                    note: Callable[[str], None] = lambda m: None,
-                    on_server: Callable[[int, str], None] = lambda pid, what: None,
-                    on_sandbox: Callable[[str], None] = lambda namespace: None,
-                    on_tool_call: Callable[[Any], None] | None = None) -> Trajectory:
-    """Run one agent against the live incident and return what it did.
+class AgentSession:
+    """The agent plane open on the incident's app, its task prompt rendered and checked: what is
+    left is to hand the agent its task (:meth:`run`). Opened by :func:`agent_session`."""
+
+    def __init__(self, plane: Any, prompt: str, *, agent: str, runner: Any, note: Callable[[str], None]):
+        self.plane, self.prompt, self.agent, self.runner, self.note = plane, prompt, agent, runner, note
+
+    async def run(self, seed: int) -> Trajectory:
+        """Hand the agent its task (its clock starts now) and return what it did."""
+        task = self.plane.task(prompt=self.prompt, seed=seed)
+        result = await self.plane.run_agent(self.runner, task)
+        if result.stop_reason != "submitted" or result.error:
+            self.note(f"agent {self.agent} stopped: {result.stop_reason}{': ' + result.error if result.error else ''}")
+        return self.plane.trajectory(result)
+
+
+@asynccontextmanager
+async def agent_session(*, agent: str, runner: Any, cluster: ClusterHandle, app: DeployedApp, alert: str,
+                        budgets: Budgets, forbidden_words: list[str],
+                        note: Callable[[str], None] = lambda m: None,
+                        on_server: Callable[[int, str], None] = lambda pid, what: None,
+                        on_sandbox: Callable[[str], None] = lambda namespace: None,
+                        on_tool_call: Callable[[Any], None] | None = None) -> AsyncIterator[AgentSession]:
+    """Open the agent plane on ``app``: nothing in it acts until :meth:`AgentSession.run`, so the
+    conductor opens it while the baseline is measured and the faults go in (see ``run_problem``).
 
     The agent gets a kubeconfig for its API proxy (which acts as the agent's RBAC-limited
-    ServiceAccount and hides the fault plane; access revoked afterwards) and the SRE prompt, which
+    ServiceAccount and hides the fault plane; access revoked on leaving) and the SRE prompt, which
     is checked not to contain ``forbidden_words`` (problem id, injector names). The tool server (and
     an external agent) run in a sandbox namespace that reaches only that proxy. ``on_server(pid,
     what)`` is told each helper process (the API proxy, the metrics view, the tool server) so a
@@ -129,11 +147,14 @@ async def run_agent(*, agent: str, runner: Any, cluster: ClusterHandle, app: Dep
                     check_prompt(prompt, forbidden_words)
                 except ValueError as e:  # the alert names the problem or a primitive: fix the problem file
                     raise UserInputError(f"{e}; the alert must not give the fault away") from None
-                task = plane.task(prompt=prompt, seed=seed)
-                result = await plane.run_agent(runner, task)
-                if result.stop_reason != "submitted" or result.error:
-                    note(f"agent {agent} stopped: {result.stop_reason}{': ' + result.error if result.error else ''}")
-                return plane.trajectory(result)
+                yield AgentSession(plane, prompt, agent=agent, runner=runner, note=note)
     finally:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(lambda: revoke_agent_access(cluster.kube, app.namespace))
+
+
+async def run_agent(*, seed: int, **session: Any) -> Trajectory:
+    """Open the agent plane (:func:`agent_session`, same arguments), run the agent on its task and
+    return what it did."""
+    async with agent_session(**session) as opened:
+        return await opened.run(seed)

@@ -329,6 +329,7 @@ class Episode:
         record, plane = self.record, self.plane
         assert record is not None and self.record_to is not None
         record.phases = self.phases.durations
+        record.phase_starts = self.phases.starts
         record.mechanisms = plane.mechanisms() if plane else {}
         record.reapplied = list(plane.reapplied) if plane else []
         record.ended_at = datetime.now(timezone.utc)

@@ -17,11 +17,16 @@ class Phases:
         self.console = console
         self.label = f"{label}: " if label else ""
         self.durations: dict[str, float] = {}
+        self.starts: dict[str, float] = {}  # seconds from this object's creation to each phase's first start
+        self._t0 = time.monotonic()
 
     @contextmanager
-    def phase(self, name: str, what: str = "") -> Iterator[None]:
+    def phase(self, name: str, what: str = "", *, spinner: bool = True) -> Iterator[None]:
+        """Time a phase. ``spinner=False`` for one that runs alongside another (a console shows one
+        spinner at a time): it only prints its line when it ends."""
         start = time.monotonic()
-        status = self.console.status(f"{self.label}[bold]{name}[/] {what}") if self.console else None
+        self.starts.setdefault(name, round(start - self._t0, 3))
+        status = self.console.status(f"{self.label}[bold]{name}[/] {what}") if self.console and spinner else None
         ok = False
         try:
             if status:

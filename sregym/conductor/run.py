@@ -9,15 +9,18 @@ then the original error propagates so the CLI exits with its code).
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
+import anyio
 from rich.console import Console
 
 from sregym.apps import app_driver
 from sregym.cluster.handle import ClusterHandle
-from sregym.conductor.agent import agent_info, build_agent, is_privileged, run_agent
-from sregym.conductor.episode import AppDriver, Episode, with_background
+from sregym.conductor.agent import agent_info, agent_session, build_agent, is_privileged
+from sregym.conductor.episode import AppDriver, Episode, unwrap, with_background
+from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.grading import complete_grades, grade_diagnosis, grade_mitigation
 from sregym.core.problem import Budgets, Problem
 from sregym.core.record import RunRecord
@@ -60,18 +63,39 @@ async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path,
         with phases.phase("prepare", f"app {problem.app.name}"):
             app = await ep.deploy()
             phases.note(f"namespace {app.namespace} ({'reused' if app.reused else 'deployed'})")
-        with phases.phase("baseline", f"{settings.baseline_window:.0f}s"):
-            await ep.measure_baseline(settings.baseline_window, require_healthy=True)
-        with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
-            player = await ep.inject()
-        if is_privileged(runner):
-            runner.bind(ep)
-        await ep.watch_agent_objects()
-        with phases.phase("agent", agent):
-            record.trajectory = await with_background(player.play_rest, run_agent(
-                agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
-                seed=derive_seed(settings.seed, "agent"), forbidden_words=forbidden_words(problem), note=phases.note,
-                on_server=ep.journal.process, on_sandbox=ep.journal.sandbox, on_tool_call=on_tool_call))
+        session = agent_session(
+            agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
+            forbidden_words=forbidden_words(problem), note=phases.note, on_server=ep.journal.process,
+            on_sandbox=ep.journal.sandbox, on_tool_call=on_tool_call)
+        ep.open_fault_plane()  # the journal first: it records the sandbox and helper processes as they start
+        incident_ready = anyio.Event()
+        players: list[TimelinePlayer] = []
+
+        async def start_incident() -> None:
+            with phases.phase("baseline", f"{settings.baseline_window:.0f}s"):
+                await ep.measure_baseline(settings.baseline_window, require_healthy=True)
+            with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
+                players.append(await ep.inject())
+            incident_ready.set()
+
+        # The agent plane (its access, API proxy, sandbox and tool server: seconds of pod start and
+        # network fence) opens while the baseline is measured and the faults go in; nothing in it
+        # acts until the agent is handed its task, after both.
+        try:
+            async with anyio.create_task_group() as incident, AsyncExitStack() as stack:
+                incident.start_soon(start_incident)
+                with phases.phase("sandbox", "the agent plane, alongside", spinner=False):
+                    ready = await stack.enter_async_context(session)
+                await incident_ready.wait()
+                player = players[0]
+                if is_privileged(runner):
+                    runner.bind(ep)
+                await ep.watch_agent_objects()
+                with phases.phase("agent", agent):
+                    record.trajectory = await with_background(
+                        player.play_rest, ready.run(derive_seed(settings.seed, "agent")))
+        except BaseExceptionGroup as group:
+            raise unwrap(group) from None
         await ep.stop_noise()
         with phases.phase("grade", f"window {grade_window:.0f}s"):
             record.grades.diagnosis = await grade_diagnosis(problem, record.trajectory)

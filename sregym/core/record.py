@@ -117,6 +117,9 @@ class RunRecord(BaseModel):
     status: Literal["completed", "error", "aborted"] = "completed"
     error: str | None = None
     phases: dict[str, float] = Field(default_factory=dict, description="seconds spent per phase")
+    phase_starts: dict[str, float] = Field(default_factory=dict, description="seconds from the run's start to each "
+                                           "phase's (first) start: the agent plane's sandbox opens alongside the "
+                                           "baseline and injection")
     timeline: list[TimelineEvent] = Field(default_factory=list)
     mechanisms: dict[str, str] = Field(default_factory=dict, description="fault id -> mechanism that ran")
     reapplied: list[dict[str, Any]] = Field(

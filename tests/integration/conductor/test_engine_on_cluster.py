@@ -80,9 +80,45 @@ def test_a_run_with_the_noop_agent_writes_a_valid_record_and_leaves_no_fault(clu
     # The noop agent changed nothing, so the rewritten key was still there when graded.
     assert record.grades.mitigation is not None and record.grades.mitigation.passed is False
     assert "goodbye" in json.dumps(record.grades.mitigation.checks[0].evidence)
-    assert set(record.phases) >= {"prepare", "baseline", "inject", "agent", "grade", "recover"}
+    assert set(record.phases) >= {"prepare", "baseline", "sandbox", "inject", "agent", "grade", "recover"}
+    # the agent plane opened while the baseline was measured and the fault went in, not after
+    starts, took = record.phase_starts, record.phases
+    assert starts["sandbox"] < starts["baseline"] + took["baseline"], (starts, took)
+    assert starts["agent"] >= max(starts["sandbox"] + took["sandbox"], starts["inject"] + took["inject"]), (starts, took)
     assert greeting(cluster) == "hello"
     assert open_journals(state) == []
+    assert sandbox_namespaces(cluster) == []
+
+
+def sandbox_namespaces(cluster) -> list[str]:
+    """Agent sandbox namespaces still there and not already going away."""
+    from sregym.agentplane.sandbox import NAMESPACE_PREFIX
+
+    return [ns.metadata.name for ns in cluster.kube.core.list_namespace().items
+            if ns.metadata.name.startswith(NAMESPACE_PREFIX + "-") and ns.status.phase != "Terminating"]
+
+
+def test_ctrl_c_while_the_sandbox_opens_alongside_the_baseline_leaves_neither(cluster, tmp_path, state):
+    """The agent plane opens while the baseline is measured: an interrupt then stops both, and
+    neither the sandbox nor a fault is left behind."""
+    out = tmp_path / "runs"
+    proc = subprocess.Popen(run_args(cluster, out), env=state, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        wait_for_journal_op(state, "sandbox", proc)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "interrupted" in err
+    record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
+    assert record.status == "aborted" and record.trajectory.steps == 0
+    assert greeting(cluster) == "hello"
+    assert open_journals(state) == []
+    assert sandbox_namespaces(cluster) == []
 
 
 def test_the_oracle_agent_mitigates_and_is_never_ranked(cluster, tmp_path, state):

@@ -122,10 +122,10 @@ class FakeCluster:
         return SimpleNamespace(returncode=0, stdout="", stderr="")
 
 
-def suite(tmp_path, cluster, problems, *, parallel=2, seeds=(0, 1), **kw) -> SuiteRunner:
+def suite(tmp_path, cluster, problems, *, parallel=2, seeds=(0, 1), agent="noop", **kw) -> SuiteRunner:
     run_fn = JobCellRunner(JobPod(namespace="lab", image="sregym/suite-runner:t", poll_seconds=0.01),
                            problems_dirs=[Path("/lab/problems")], kube=cluster, sleep=lambda s: time.sleep(0.002))
-    return SuiteRunner(problems, suite="lite", settings=RunSettings(agent="noop", budget_seconds=60), seeds=seeds,
+    return SuiteRunner(problems, suite="lite", settings=RunSettings(agent=agent, budget_seconds=60), seeds=seeds,
                        noise=[False], out_dir=tmp_path, cluster=cluster, run_fn=run_fn, parallel=parallel,
                        console=Console(file=open("/dev/null", "w")), **kw)
 
@@ -310,3 +310,16 @@ def test_a_cell_its_pod_recorded_as_an_error_counts_toward_stopping_the_suite(tm
               max_consecutive_errors=2).run()
     index = read_index(tmp_path)
     assert [e["status"] for e in index] == ["error", "error"]  # one line each: the pod's, none added
+
+
+def test_an_unknown_agent_is_refused_before_any_job_is_created(tmp_path):
+    """A typo in --agent used to surface only in the first Job's pod, after the cluster was touched."""
+    from sregym.core.errors import UnknownNameError
+
+    cluster = FakeCluster()
+    runner = suite(tmp_path, cluster, [problem("p1", app="a")], seeds=(0,), agent="randm")
+    with pytest.raises(UnknownNameError) as err:
+        runner.run()
+    assert cluster.created == [] and not read_index(tmp_path)
+    assert "unknown agent 'randm'" in str(err.value)
+    assert "random" in err.value.hint and "noop" in err.value.hint and "oracle" in err.value.hint

@@ -73,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
         ns = f"throughput-{uuid.uuid4().hex[:6]}"
         remove = create_cell_account(cluster.kube, ns, "suite")
         run_fn = JobCellRunner(JobPod(namespace=ns, image=image, image_pull_policy="Never", service_account="suite",
-                                      overhead_seconds=240, poll_seconds=1,
+                                      overhead_seconds=240, poll_seconds=1, host_network=True,
                                       volumes=[{"name": "tiny", "hostPath": {"path": str(TINY), "type": "Directory"}}],
                                       volume_mounts=[{"name": "tiny", "mountPath": str(TINY), "readOnly": True}]),
                                problems_dirs=[TINY / "problems"])

@@ -7,8 +7,8 @@ What runs, in namespace ``observability``:
   log-query    one per node over /var/log/pods, ``GET /query?namespace=&pod=&container=&since=&until=&text=``
 Each is a NodePort Service, so the host (conductor, oracles, the agent's tool server) reaches it at
 ``http://<node address>:<nodePort>``; on the local cluster the node is this host and its address
-is the cluster bridge's (e.g. 10.244.0.1). A conductor inside a pod (the nightly suite runner, a
-suite cell's Job) uses the Services' cluster DNS names instead (:func:`endpoints`).
+is the cluster bridge's (e.g. 10.244.0.1). A conductor inside a pod of its own network (the nightly
+suite runner, a suite cell's Job) uses the Services' cluster DNS names instead (:func:`endpoints`).
 The chart's NetworkPolicies let no pod query them but the log query's peers, the agent's tool
 server and a conductor's pod (its namespace and its pod both carry
 :data:`sregym.cluster.in_cluster.CONDUCTOR_LABELS`); OTLP ingest stays open; the node always may.
@@ -117,14 +117,15 @@ def service_urls() -> dict[str, str]:
 
 def endpoints(cluster: ClusterHandle) -> dict[str, str]:
     """URLs reachable from here: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
-    ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from here). From this host
-    the NodePorts; from a pod (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services."""
+    ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from here). From the
+    cluster's only node (this host, or a pod in its network) the NodePorts; from any other pod
+    (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services."""
     found = {name: os.environ.get(env) for name, env in _HOST_ENV.items()}
-    if in_cluster.pod_namespace() is not None:
-        base = service_urls()
-    elif all(found.values()):
+    if all(found.values()):
         base = {}
-    else:
+    elif in_cluster.pod_namespace() is not None and not conductor_is_the_node(cluster):
+        base = service_urls()
+    else:  # this host, or a pod in its network (hostNetwork on the local cluster): the sandbox's rules want addresses
         host, ports = node_address(cluster), node_ports()
         base = {name: f"http://{host}:{port}" for name, port in ports.items()}
     urls = {name: (found[name] or base[name]).rstrip("/") for name in _ENV}

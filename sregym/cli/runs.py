@@ -91,8 +91,9 @@ def cleanup(
         if not Path(header.kubeconfig).is_file():
             from sregym.cluster import in_cluster
 
-            if Path(header.kubeconfig) == in_cluster.KUBECONFIG and in_cluster.pod_namespace() is not None:
-                # an earlier pod of this cluster (a killed night) wrote it: this pod's account reaches the same API
+            if in_cluster.pod_namespace() is not None:
+                # a journal on the volume of a pod of this cluster (a killed night), whose kubeconfig
+                # lived in that pod: this pod's account reaches the same API
                 return Kube(in_cluster.write_kubeconfig(), None)
             return None  # that cluster is gone; only faults outside Kubernetes can still be undone
         return Kube(Path(header.kubeconfig), header.context)

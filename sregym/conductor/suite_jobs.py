@@ -76,6 +76,9 @@ class JobPod(BaseModel):
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
     resources: dict[str, Any] = Field(default_factory=dict)
+    host_network: bool = Field(False, description="run each cell in the node's network namespace: the agent's "
+                               "sandbox pods reach the conductor only at an address of a node (the local cluster); "
+                               "the observability stack does not need it (its fence admits the cells' pods)")
 
 
 
@@ -151,6 +154,8 @@ def job_manifest(*, name: str, pod: JobPod, suite: str, problem: Problem, settin
     pod_labels = {**labels, **CONDUCTOR_LABELS}
     spec: dict[str, Any] = {"serviceAccountName": pod.service_account, "restartPolicy": "Never",
                             "containers": [container], "volumes": [volume, *pod.volumes]}
+    if pod.host_network:
+        spec["hostNetwork"], spec["dnsPolicy"] = True, "ClusterFirstWithHostNet"
     if pod.node_selector:
         spec["nodeSelector"] = pod.node_selector
     if pod.tolerations:

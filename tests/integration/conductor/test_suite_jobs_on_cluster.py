@@ -4,10 +4,12 @@ folder (mounted from this host, the local cluster's one node). One cell's proces
 after its fault took effect (a lost pod: no chance to recover or record): its Job fails, the suite undoes the fault from the cell's journal and records
 that Kubernetes ended the cell; a resumed suite then runs only that cell.
 
-The cells' pods run in their own network (no hostNetwork): they are conductors in pods, which once
-reinstalled the shared observability stack without its NetworkPolicies (issue 15). After they ran,
-the stack still has its fence at the release the suite found, the cells' namespace is admitted by
-its label, and an agent's pod in the app namespace that wears the conductor label is still refused.
+The cells are conductors in pods, which once reinstalled the shared observability stack without
+its NetworkPolicies (issue 15). After they ran, the stack still has its fence at the release the
+suite found, and the cells' namespace is admitted by its label. (They run in the node's network,
+which the agent's sandbox needs; a conductor pod in its own network is the next test: it deploys the
+stack, finds it fenced and up to date, and is admitted; an agent's pod in an app namespace that wears
+the conductor label is still refused.)
 
 The problem is the conductor tests' tiny ConfigMap drift with the noop agent."""
 
@@ -24,6 +26,7 @@ import pytest
 from rich.console import Console
 
 from sregym.apps import observability, release
+from sregym.apps.namespace import ensure_app_namespace
 from sregym.cluster.images import build_images
 from sregym.cluster.in_cluster import CONDUCTOR_LABEL, CONDUCTOR_LABELS
 from sregym.core.constants import OBSERVABILITY_NAMESPACE
@@ -52,13 +55,14 @@ def lab(cluster):
     socket = local_socket(cluster)
     if socket is None:
         pytest.skip("the results folder is mounted from this host: the local cluster only")
-    built = build_images(["suite-runner"], provider="local", cluster=cluster.name, socket=socket)
+    # the cells run as `existing` from their pods and never build the agent's sandbox image: build it here
+    built = build_images(["workbench", "suite-runner"], provider="local", cluster=cluster.name, socket=socket)
     ns = f"suitejobs-{uuid.uuid4().hex[:6]}"
     core = cluster.kube.core
     remove = create_cell_account(cluster.kube, ns, "suite")
     had_slot = any(n.metadata.name == "tiny-p1" and n.status.phase == "Active" for n in core.list_namespace().items)
     pod = JobPod(namespace=ns, image=built[-1].refs[0], image_pull_policy="Never", service_account="suite",
-                 overhead_seconds=240, poll_seconds=2,
+                 overhead_seconds=240, poll_seconds=2, host_network=True,  # for the agent's sandbox
                  volumes=[{"name": "tests", "hostPath": {"path": str(HERE), "type": "Directory"}}],
                  volume_mounts=[{"name": "tests", "mountPath": str(HERE), "readOnly": True}])
     try:
@@ -161,11 +165,38 @@ def test_two_cells_run_as_jobs_at_once_and_a_killed_cell_is_cleaned_and_rerun(cl
     # and left it as it was: same release revision, fence on; their namespace is admitted by label
     assert stack_release(cluster) == before
     assert cluster.kube.core.read_namespace(lab.namespace).metadata.labels.get(CONDUCTOR_LABEL) == "true"
-    # the attack: a pod of the app namespace wearing the conductor label is still refused
-    outcome = refused_from_a_pod_labelled_as_a_conductor(cluster, lab.image, "tiny")
-    assert outcome in {"OUTCOME ConnectionRefusedError", "OUTCOME TimeoutError"}, outcome  # not open, not a name error
     # resumed with --retry-errors: only the killed cell runs again, and completes
     again = runner(cluster, lab, out, retry_errors=True).run(resume=True)
     assert again.skipped == 1 and again.statuses == {"completed": 1}, again.errors
     last = read_index(out)[-1]
     assert (last["seed"], last["status"]) == (1, "completed")
+
+
+def test_a_conductor_pod_in_its_own_network_is_admitted_and_keeps_the_fence_an_agent_lookalike_is_refused(
+        cluster, lab):
+    """`sregym observability deploy` in a pod (no kubeconfig given: it writes its own from the
+    ServiceAccount; no hostNetwork): it labels its namespace, reaches the stack by its Services through
+    the fence, and reuses the release as it is. A pod of an app namespace with the conductor label on
+    itself (what the agent can make) is refused."""
+    observability.deploy_observability(cluster)
+    before = stack_release(cluster)
+    core, name = cluster.kube.core, f"conductor-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(lab.namespace, {
+        "metadata": {"name": name, "labels": dict(CONDUCTOR_LABELS)},
+        "spec": {"restartPolicy": "Never", "serviceAccountName": lab.service_account,
+                 "containers": [{"name": "c", "image": lab.image, "imagePullPolicy": "Never",
+                                 "command": ["sregym", "observability", "deploy", "--timeout", "120"]}]}})
+    eventually(lambda: core.read_namespaced_pod(name, lab.namespace).status.phase in ("Succeeded", "Failed"),
+               timeout=180, every=2, what="the conductor pod to finish")
+    log = core.read_namespaced_pod_log(name, lab.namespace)
+    assert core.read_namespaced_pod(name, lab.namespace).status.phase == "Succeeded", log
+    assert "already up to date" in log and f"prometheus.{OBSERVABILITY_NAMESPACE}.svc" in log, log  # by its Services
+    assert stack_release(cluster) == before  # not reinstalled: same revision, the fence on
+    assert cluster.kube.core.read_namespace(lab.namespace).metadata.labels.get(CONDUCTOR_LABEL) == "true"
+    app_ns = f"lookalike-{uuid.uuid4().hex[:6]}"
+    ensure_app_namespace(cluster, app_ns)
+    try:
+        outcome = refused_from_a_pod_labelled_as_a_conductor(cluster, lab.image, app_ns)
+    finally:
+        core.delete_namespace(app_ns)
+    assert outcome in {"OUTCOME ConnectionRefusedError", "OUTCOME TimeoutError"}, outcome  # not open, not a name error

@@ -165,13 +165,18 @@ def test_the_job_runs_the_cell_from_the_image_with_the_service_account_and_its_s
 
 
 def test_the_cells_pod_is_a_conductor_the_observability_fence_admits_in_its_own_network(tmp_path):
-    """No hostNetwork workaround: the cell's pod carries the conductor label (its namespace gets the
-    other half when the cell deploys the stack), so it queries the stack through the fence."""
+    """The cell's pod carries the conductor label (its namespace gets the other half when the cell
+    deploys the stack), so it queries the stack through the fence without the node's network."""
     from sregym.cluster.in_cluster import CONDUCTOR_LABELS
 
     m = manifest_for(tmp_path)
     assert "hostNetwork" not in m["spec"]["template"]["spec"]
     assert CONDUCTOR_LABELS.items() <= m["spec"]["template"]["metadata"]["labels"].items()
+
+
+def test_host_network_puts_the_cell_in_the_nodes_network(tmp_path):
+    spec = manifest_for(tmp_path, pod=JobPod(host_network=True))["spec"]["template"]["spec"]
+    assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
 
 
 def test_the_job_name_and_labels_name_neither_the_problem_nor_the_fault(tmp_path):

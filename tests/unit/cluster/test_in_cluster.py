@@ -57,3 +57,23 @@ def test_a_pod_without_flags_or_a_cluster_up_acts_on_its_own_cluster(account, tm
     assert handle.provider == "existing" and handle.kubeconfig == tmp_path / "written.kubeconfig"
     assert yaml.safe_load(handle.kubeconfig.read_text())["users"][0]["user"]["tokenFile"] == str(account / "token")
 
+
+
+def test_cleanup_in_a_pod_undoes_a_lost_pods_journal_on_this_cluster(account, tmp_path, monkeypatch):
+    """A killed night's journal names the kubeconfig that lived in its (gone) pod: the next night's
+    pod reaches the same cluster through its own ServiceAccount instead of skipping the journal."""
+    from types import SimpleNamespace
+
+    import sregym.conductor.cleanup as cleanup_module
+    from sregym.cli.main import run_cli
+
+    namespace, write = in_cluster.pod_namespace, in_cluster.write_kubeconfig
+    monkeypatch.setattr(in_cluster, "pod_namespace", lambda: namespace(account))
+    monkeypatch.setattr(in_cluster, "write_kubeconfig", lambda: write(tmp_path / "written.kubeconfig", account))
+    seen = []
+    monkeypatch.setattr(cleanup_module, "cleanup_all", lambda kube_for, force=False: seen.append(
+        kube_for(SimpleNamespace(kubeconfig="/tmp/kubeconfig-of-a-lost-pod", context=None))) or [])
+    monkeypatch.setattr(cleanup_module, "sweep_scratch", lambda: [])
+    assert run_cli(["cleanup"]) == 0
+    [kube] = seen
+    assert kube is not None and Path(kube.kubeconfig) == tmp_path / "written.kubeconfig"

@@ -7,10 +7,13 @@ What runs, in namespace ``observability``:
   log-query    one per node over /var/log/pods, ``GET /query?namespace=&pod=&container=&since=&until=&text=``
 Each is a NodePort Service, so the host (conductor, oracles, the agent's tool server) reaches it at
 ``http://<node address>:<nodePort>``; on the local cluster the node is this host and its address
-is the cluster bridge's (e.g. 10.244.0.1).
-The chart's NetworkPolicies let no pod query them but the log query's peers and the agent's tool
-server (OTLP ingest stays open); the host always may. That holds only where the conductor runs on
-the cluster's only node (:func:`conductor_is_the_node`); elsewhere the deployer turns them off.
+is the cluster bridge's (e.g. 10.244.0.1). A conductor inside a pod of its own network (the nightly
+suite runner, a suite cell's Job) uses the Services' cluster DNS names instead (:func:`endpoints`).
+The chart's NetworkPolicies let no pod query them but the log query's peers, the agent's tool
+server and a conductor's pod (its namespace and its pod both carry
+:data:`sregym.cluster.in_cluster.CONDUCTOR_LABELS`); OTLP ingest stays open; the node always may.
+Every conductor installs them, wherever it runs: the install values do not depend on who deploys,
+so no conductor reinstalls the stack with another fence than the one it has.
 Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (e.g. a port-forward
 to an existing cluster).
 """
@@ -28,6 +31,7 @@ import yaml
 from kubernetes.client.exceptions import ApiException
 
 from sregym.apps import release
+from sregym.cluster import in_cluster
 from sregym.cluster.agent_proxy import node_address_on_this_host
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
@@ -45,6 +49,7 @@ _ENV = {"prometheus": "SREGYM_PROMETHEUS_URL", "traces": "SREGYM_TRACES_URL", "l
 _HOST_ENV = {**_ENV, "otlp": "SREGYM_OTLP_URL"}
 # where each endpoint answers when it is up
 _HEALTH = {"prometheus": "/-/ready", "traces": "/api/services", "logs": "/healthz"}
+IN_POD_ADMISSION_S = 60  # how long a conductor in a pod waits for the fence to admit it before reinstalling
 
 
 def _chart_values() -> dict[str, Any]:
@@ -61,16 +66,18 @@ def node_ports() -> dict[str, int]:
 def conductor_is_the_node(cluster: ClusterHandle) -> bool:
     """True when this host is the cluster's only node (the local cluster, or it reached as ``existing``).
 
-    Only then does every connection the conductor makes to the stack reach the pod from the pod's
-    own node, which NetworkPolicy engines always admit. With several nodes, NodePort traffic is
-    masqueraded to the address of the node that took it, and a pod's connection through another
-    node looks the same; from a pod (the in-cluster suite runner) the conductor is a pod itself."""
+    Only then do the NodePorts answer this host through the fence: its connections reach each pod
+    from the pod's own node, which NetworkPolicy engines always admit. With several nodes, NodePort
+    traffic is masqueraded to the address of the node that took it, which the fence refuses as it
+    refuses a pod's connection through another node; such a conductor reaches the stack through
+    port-forwards (SREGYM_*_URL) or runs in the cluster (docs/lab.md)."""
     return len(cluster.kube.core.list_node().items) == 1 and node_address_on_this_host(cluster.kube) is not None
 
 
-def install_values(*, network_policies: bool = True) -> dict[str, Any]:
+def install_values() -> dict[str, Any]:
     """Values of an install: each image at its input-hash tag, the hidden namespace excluded, the
-    query services fenced (``network_policies``), the chart hash."""
+    query services fenced, the chart hash. The same wherever the conductor runs (this host, a pod,
+    one node or many): there is no switch that installs the stack without its fence."""
     from sregym.cluster.images import image_tag
 
     images: dict[str, Any] = {}
@@ -79,8 +86,9 @@ def install_values(*, network_policies: bool = True) -> dict[str, Any]:
             images[key] = {"name": name, "tag": image_tag(name)}
         except UnknownNameError:
             continue  # not in this checkout: keep the chart's default
+    labels = dict(in_cluster.CONDUCTOR_LABELS)
     values = {"images": images, "excludedNamespaces": [HIDDEN_NAMESPACE],
-              "networkPolicy": {"enabled": network_policies}}
+              "networkPolicy": {"enabled": True, "conductor": {"namespaceLabels": labels, "podLabels": labels}}}
     values["sregym"] = {"chartHash": release.chart_hash(CHART, values)}
     return values
 
@@ -99,15 +107,30 @@ def node_address(cluster: ClusterHandle) -> str:
                        hint="set SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL and SREGYM_LOGS_URL (e.g. to port-forwards)")
 
 
+def service_urls() -> dict[str, str]:
+    """Where a pod reaches each endpoint: the Services' cluster DNS names (the address the fence
+    judges is the pod's own, on one node or many; a NodePort through another node is masqueraded)."""
+    ns = OBSERVABILITY_NAMESPACE
+    return {"prometheus": f"http://prometheus.{ns}.svc:9090", "traces": f"http://jaeger-query.{ns}.svc:16686",
+            "logs": f"http://log-query.{ns}.svc:8080", "otlp": f"http://jaeger-collector.{ns}.svc:4318"}
+
+
 def endpoints(cluster: ClusterHandle) -> dict[str, str]:
-    """URLs reachable from this host: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
-    ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from this host)."""
-    ports = node_ports()
+    """URLs reachable from here: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
+    ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from here). From the
+    cluster's only node (this host, or a pod in its network) the NodePorts; from any other pod
+    (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services."""
     found = {name: os.environ.get(env) for name, env in _HOST_ENV.items()}
-    host = None if all(found.values()) else node_address(cluster)
-    urls = {name: (found[name] or f"http://{host}:{ports[name]}").rstrip("/") for name in _ENV}
+    if all(found.values()):
+        base = {}
+    elif in_cluster.pod_namespace() is not None and not conductor_is_the_node(cluster):
+        base = service_urls()
+    else:  # this host, or a pod in its network (hostNetwork on the local cluster): the sandbox's rules want addresses
+        host, ports = node_address(cluster), node_ports()
+        base = {name: f"http://{host}:{port}" for name, port in ports.items()}
+    urls = {name: (found[name] or base[name]).rstrip("/") for name in _ENV}
     urls["otlp_traces_url"] = IN_CLUSTER_OTLP
-    urls["otlp_host_url"] = (found["otlp"] or f"http://{host}:{ports['otlp']}").rstrip("/") + "/v1/traces"
+    urls["otlp_host_url"] = (found["otlp"] or base["otlp"]).rstrip("/") + "/v1/traces"
     return urls
 
 
@@ -176,11 +199,23 @@ def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: 
     Returns True when it was (re)installed, False when reused. Images must be in the cluster
     (`sregym images build`).
     """
-    values = install_values(network_policies=conductor_is_the_node(cluster))
+    namespace = in_cluster.pod_namespace()
+    if namespace is not None:  # a conductor in a pod: the fence admits its namespace once labelled
+        in_cluster.admit_own_namespace(cluster.kube, namespace)
+    values = install_values()
     digest = values["sregym"]["chartHash"]
     state, installed_hash = release.installed(cluster, RELEASE, OBSERVABILITY_NAMESPACE)
-    if state == "deployed" and installed_hash == digest and observability_ready(cluster):
-        return False
+    if state == "deployed" and installed_hash == digest:
+        if observability_ready(cluster):
+            return False
+        if namespace is not None:
+            # a new pod's address (or its namespace's new label) reaches the policy engine within
+            # seconds: wait for it rather than reinstall the shared stack under other cells' feet
+            try:
+                wait_ready(cluster, timeout=IN_POD_ADMISSION_S)
+                return False
+            except ClusterError:
+                pass
     proc = release.helm(cluster, "upgrade", "--install", RELEASE, str(CHART), "-n", OBSERVABILITY_NAMESPACE,
                         "--create-namespace", "-f", "-", input=json.dumps(values))
     if proc.returncode != 0:
@@ -199,6 +234,11 @@ def wait_ready(cluster: ClusterHandle, *, timeout: float = 300) -> None:
         if not left:
             return
         time.sleep(3)
-    raise ClusterError(f"the observability stack is not ready after {timeout:.0f}s: {'; '.join(left)}",
-                       hint=f"kubectl -n {OBSERVABILITY_NAMESPACE} get pods; if an image is missing, "
-                            "run `sregym images build`")
+    hint = f"kubectl -n {OBSERVABILITY_NAMESPACE} get pods; if an image is missing, run `sregym images build`"
+    if in_cluster.pod_namespace() is None and not all(os.environ.get(env) for env in _ENV.values()) \
+            and not conductor_is_the_node(cluster):
+        hint += ("; the stack's NetworkPolicies admit only the node and conductor pods, so from a host that is "
+                 "not the cluster's only node set SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL and SREGYM_LOGS_URL "
+                 f"to port-forwards (kubectl -n {OBSERVABILITY_NAMESPACE} port-forward svc/prometheus 9090 ...) "
+                 "or run the suite in the cluster (docs/lab.md)")
+    raise ClusterError(f"the observability stack is not ready after {timeout:.0f}s: {'; '.join(left)}", hint=hint)

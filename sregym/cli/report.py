@@ -112,6 +112,9 @@ def suite_run(
     if "agent" not in settings.model_fields_set:
         raise UserInputError("which agent? pass --agent NAME (or set agent: in the --settings file or the suite's "
                              "settings:)")
+    from sregym.conductor.agent import agent_class
+
+    agent_class(settings.agent)  # an unknown agent is refused here, before the cluster or any Job is touched
     loaded = cat.suite_problems(suite)
     noise_settings = {"on": [True], "off": [False], "both": [True, False]}[noise.value]
     for lp in loaded:

@@ -89,6 +89,12 @@ def cleanup(
 
             return current_cluster(kubeconfig, context).kube
         if not Path(header.kubeconfig).is_file():
+            from sregym.cluster import in_cluster
+
+            if in_cluster.pod_namespace() is not None:
+                # a journal on the volume of a pod of this cluster (a killed night), whose kubeconfig
+                # lived in that pod: this pod's account reaches the same API
+                return Kube(in_cluster.write_kubeconfig(), None)
             return None  # that cluster is gone; only faults outside Kubernetes can still be undone
         return Kube(Path(header.kubeconfig), header.context)
 

@@ -181,7 +181,8 @@ def forget(handle: ClusterHandle) -> None:
 
 
 def current_cluster(kubeconfig: Path | None = None, context: str | None = None) -> ClusterHandle:
-    """The cluster later commands act on: explicit flags, else the last `cluster up`, else local."""
+    """The cluster later commands act on: explicit flags, else the last `cluster up`, else local,
+    else (inside a pod) the cluster of the pod's ServiceAccount."""
     if kubeconfig or context:
         return ExistingCluster(kubeconfig, context).handle()
     try:
@@ -193,5 +194,9 @@ def current_cluster(kubeconfig: Path | None = None, context: str | None = None) 
     paths = LocalPaths("default")
     if paths.admin_kubeconfig.exists():
         return ClusterHandle("default", "local", paths.admin_kubeconfig, None, paths.root)
+    from sregym.cluster import in_cluster
+
+    if in_cluster.pod_namespace() is not None:  # a suite runner or cell in a pod: its ServiceAccount
+        return ExistingCluster(in_cluster.write_kubeconfig()).handle()
     raise ClusterError("no cluster: none was brought up and no kubeconfig/context was given",
                        hint="run `sregym cluster up` (local) or pass --kubeconfig/--context")

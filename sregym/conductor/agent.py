@@ -15,7 +15,7 @@ from sregym.cluster.handle import ClusterHandle
 from sregym.apps import DeployedApp
 from sregym.conductor.oracle_agent import OracleAgent
 from sregym.core.problem import Budgets
-from sregym.core.errors import UserInputError
+from sregym.core.errors import UnknownNameError, UserInputError
 from sregym.core.record import AgentInfo
 from sregym.core.trajectory import Trajectory
 
@@ -30,6 +30,8 @@ def agent_class(name: str) -> Any:
         return CONDUCTOR_AGENTS[name]
     from sregym.agentplane.agents import AGENTS
 
+    if name not in AGENTS:
+        raise UnknownNameError("agent", name, [*AGENTS.names(), *CONDUCTOR_AGENTS])
     return AGENTS.get(name)
 
 

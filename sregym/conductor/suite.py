@@ -417,7 +417,7 @@ class SuiteRunner:
         if before_suite is not None and resume:  # the jobs executor: a lost suite's Jobs end (and index) first
             before_suite(self.cluster, self.out_dir)
         todo = self.pending(resume=resume)
-        if todo and self.run_fn is _default_run_fn():
+        if todo:  # whichever executor: an unknown agent is refused before any cell (or Job) starts
             load_registries(self.agent)
         summary = SuiteSummary(planned=len(self.cells), skipped=len(self.cells) - len(todo))
         self.out_dir.mkdir(parents=True, exist_ok=True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
@@ -29,6 +30,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sregym.cluster.in_cluster import CONDUCTOR_LABELS
 from sregym.conductor.episode import INDEX_FILE
 from sregym.core.errors import ClusterError, UserInputError
 from sregym.core.jsonlines import read_json_lines
@@ -74,10 +76,10 @@ class JobPod(BaseModel):
     node_selector: dict[str, str] = Field(default_factory=dict)
     tolerations: list[dict[str, Any]] = Field(default_factory=list)
     resources: dict[str, Any] = Field(default_factory=dict)
-    host_network: bool = Field(False, description="run each cell in the node's network namespace: on a one-node "
-                               "cluster whose node is the host that deployed the observability stack (the local "
-                               "cluster), a cell then reuses that stack as deployed instead of reinstalling it "
-                               "for a conductor inside a pod")
+    host_network: bool = Field(False, description="run each cell in the node's network namespace: the agent's "
+                               "sandbox pods reach the conductor only at an address of a node (the local cluster); "
+                               "the observability stack does not need it (its fence admits the cells' pods)")
+
 
 
 # -- pure: names, deadline, the Job's spec ---------------------------------------------------------
@@ -103,33 +105,6 @@ def cell_deadline_s(problem: Problem, settings: RunSettings, overhead_s: float) 
     total = (budget + settings.baseline_window + settings.grade_window * oracles
              + settings.verify_timeout * max(1, len(problem.faults)) + overhead_s)
     return int(total + 0.999)
-
-
-# sregym reads a kubeconfig: the pod builds one from its service account (tokenFile is re-read as
-# the projected token rotates), then runs the one cell.
-CELL_SCRIPT = """\
-set -eu
-sa=/var/run/secrets/kubernetes.io/serviceaccount
-cat > /tmp/kubeconfig <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: here
-  cluster:
-    server: https://${KUBERNETES_SERVICE_HOST}:${KUBERNETES_SERVICE_PORT}
-    certificate-authority: ${sa}/ca.crt
-users:
-- name: suite
-  user:
-    tokenFile: ${sa}/token
-contexts:
-- name: here
-  context: {cluster: here, user: suite}
-current-context: here
-EOF
-export KUBECONFIG=/tmp/kubeconfig
-exec sregym suite cell --kubeconfig /tmp/kubeconfig "$@"
-"""
 
 
 def cell_args(*, suite: str, problem_id: str, namespace: str, out_dir: Path, settings_file: Path,
@@ -164,7 +139,8 @@ def job_manifest(*, name: str, pod: JobPod, suite: str, problem: Problem, settin
            *({"name": k, "value": v} for k, v in pod.env.items())]
     container: dict[str, Any] = {
         "name": "cell", "image": pod.image, "imagePullPolicy": pod.image_pull_policy,
-        "command": ["/bin/sh", "-c", CELL_SCRIPT, "suite-cell"],
+        # without --kubeconfig, sregym in a pod writes one from its ServiceAccount (sregym.cluster.in_cluster)
+        "command": ["sregym", "suite", "cell"],
         "args": cell_args(suite=suite, problem_id=problem.id, namespace=problem.app.namespace or problem.app.name,
                           out_dir=out_dir, settings_file=settings_file, problems_dirs=problems_dirs),
         "env": env, "volumeMounts": [mount, *pod.volume_mounts],
@@ -174,6 +150,8 @@ def job_manifest(*, name: str, pod: JobPod, suite: str, problem: Problem, settin
     if pod.resources:
         container["resources"] = pod.resources
     labels = {"app.kubernetes.io/component": COMPONENT, CELL_LABEL: results_hash(out_dir)}
+    # the observability stack's fence admits a conductor's pod by this label and its namespace's
+    pod_labels = {**labels, **CONDUCTOR_LABELS}
     spec: dict[str, Any] = {"serviceAccountName": pod.service_account, "restartPolicy": "Never",
                             "containers": [container], "volumes": [volume, *pod.volumes]}
     if pod.host_network:
@@ -191,7 +169,7 @@ def job_manifest(*, name: str, pod: JobPod, suite: str, problem: Problem, settin
             "backoffLimit": 0,
             "activeDeadlineSeconds": cell_deadline_s(problem, settings, pod.overhead_seconds),
             "ttlSecondsAfterFinished": 3600,
-            "template": {"metadata": {"labels": labels}, "spec": spec},
+            "template": {"metadata": {"labels": pod_labels}, "spec": spec},
         },
     }
 
@@ -247,9 +225,21 @@ class JobCellRunner:
     """The suite runner's run function that plays each cell as a Kubernetes Job (module docstring)."""
 
     def __init__(self, pod: JobPod, *, problems_dirs: list[Path] = (), kube: Any = None,
-                 console: Callable[[str], None] = print, sleep: Callable[[float], None] = time.sleep):
+                 console: Callable[[str], None] = print, sleep: Callable[[float], None] = time.sleep,
+                 deploy_stack: Callable[[Any], Any] | None = None):
         self.pod, self.problems_dirs, self.kube = pod, [Path(d).absolute() for d in problems_dirs], kube
         self.say, self.sleep = console, sleep
+        self.deploy_stack = deploy_stack or _deploy_observability
+        self._stack_lock, self._stack_ready = threading.Lock(), False
+
+    def ensure_stack(self, cluster: Any) -> None:
+        """Install (or find up to date) the shared observability stack once, from this process, before
+        the first Job: cells then find it at their own chart hash and reuse it, instead of the first
+        cells racing on its helm install."""
+        with self._stack_lock:
+            if not self._stack_ready:
+                self.deploy_stack(cluster)
+                self._stack_ready = True
 
     def before_suite(self, cluster: Any, out_dir: Path) -> None:
         """Called by the suite runner before it schedules: see :meth:`clean_orphans`."""
@@ -265,6 +255,7 @@ class JobCellRunner:
     def __call__(self, problem: Problem, settings: RunSettings, *, out_dir: Path, cluster: Any,
                  suite: str) -> RunRecord:
         kube = self.kube or cluster.kube
+        self.ensure_stack(cluster)
         out_dir = Path(out_dir).absolute()
         name = job_name(out_dir, problem.id, settings)
         folder, settings_file, state_dir = self.paths(out_dir, name)
@@ -373,6 +364,12 @@ class JobCellRunner:
             if re.fullmatch(r"suite-cell-[0-9a-f]{16}", folder.name):
                 errors += clean_cell_state(kube, folder / "state")
         return errors
+
+
+def _deploy_observability(cluster: Any) -> None:
+    from sregym.apps.observability import deploy_observability
+
+    deploy_observability(cluster)
 
 
 def load_job_pod(path: Path | None) -> JobPod:

@@ -51,8 +51,8 @@ class UnknownNameError(UserInputError):
         import difflib
 
         close = difflib.get_close_matches(name, known, n=3)
-        hint = f"did you mean {', '.join(close)}?" if close else (
-            f"known {kind}s: {', '.join(sorted(known)[:20])}" if known else f"no {kind}s are registered")
+        listed = f"known {kind}s: {', '.join(sorted(known)[:20])}" if known else f"no {kind}s are registered"
+        hint = f"did you mean {', '.join(close)}? {listed}" if close else listed
         super().__init__(f"unknown {kind} {name!r}", hint=hint)
         self.kind, self.name = kind, name
 

@@ -118,8 +118,8 @@ def attack(cluster, stack, tmp_path_factory):
     """An app namespace as deploys make it, the agent's kubeconfig for it, and what the agent's
     probe pod saw: (namespace, kubeconfig, span service, results)."""
     if not observability.conductor_is_the_node(cluster):
-        pytest.skip("the fence is off by design where the conductor is not the cluster's only node "
-                    "(sregym.apps.observability.conductor_is_the_node)")
+        pytest.skip("this host reaches the stack's NodePorts through the fence only as the cluster's only node "
+                    "(sregym.apps.observability.conductor_is_the_node); elsewhere it needs port-forwards")
     kube = cluster.kube
     fence = {p.metadata.name for p in kube.networking.list_namespaced_network_policy(OBSERVABILITY_NAMESPACE).items}
     assert {"prometheus", "trace-store", "log-query"} <= fence, f"the stack was deployed without its fence: {fence}"

@@ -4,10 +4,18 @@ folder (mounted from this host, the local cluster's one node). One cell's proces
 after its fault took effect (a lost pod: no chance to recover or record): its Job fails, the suite undoes the fault from the cell's journal and records
 that Kubernetes ended the cell; a resumed suite then runs only that cell.
 
+The cells are conductors in pods, which once reinstalled the shared observability stack without
+its NetworkPolicies (issue 15). After they ran, the stack still has its fence at the release the
+suite found, and the cells' namespace is admitted by its label. (They run in the node's network,
+which the agent's sandbox needs; a conductor pod in its own network is the next test: it deploys the
+stack, finds it fenced and up to date, and is admitted; an agent's pod in an app namespace that wears
+the conductor label is still refused.)
+
 The problem is the conductor tests' tiny ConfigMap drift with the noop agent."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
@@ -17,7 +25,11 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from sregym.apps import observability, release
+from sregym.apps.namespace import ensure_app_namespace
 from sregym.cluster.images import build_images
+from sregym.cluster.in_cluster import CONDUCTOR_LABEL, CONDUCTOR_LABELS
+from sregym.core.constants import OBSERVABILITY_NAMESPACE
 from sregym.conductor.suite import SuiteRunner, read_index
 from sregym.conductor.suite_jobs import CELLS_DIR, JobCellRunner, JobPod, create_cell_account, job_name
 from sregym.core.loader import load_problem_arg
@@ -43,13 +55,14 @@ def lab(cluster):
     socket = local_socket(cluster)
     if socket is None:
         pytest.skip("the results folder is mounted from this host: the local cluster only")
-    built = build_images(["suite-runner"], provider="local", cluster=cluster.name, socket=socket)
+    # the cells run as `existing` from their pods and never build the agent's sandbox image: build it here
+    built = build_images(["workbench", "suite-runner"], provider="local", cluster=cluster.name, socket=socket)
     ns = f"suitejobs-{uuid.uuid4().hex[:6]}"
     core = cluster.kube.core
     remove = create_cell_account(cluster.kube, ns, "suite")
     had_slot = any(n.metadata.name == "tiny-p1" and n.status.phase == "Active" for n in core.list_namespace().items)
     pod = JobPod(namespace=ns, image=built[-1].refs[0], image_pull_policy="Never", service_account="suite",
-                 overhead_seconds=240, poll_seconds=2, host_network=True,
+                 overhead_seconds=240, poll_seconds=2, host_network=True,  # for the agent's sandbox
                  volumes=[{"name": "tests", "hostPath": {"path": str(HERE), "type": "Directory"}}],
                  volume_mounts=[{"name": "tests", "mountPath": str(HERE), "readOnly": True}])
     try:
@@ -89,7 +102,45 @@ def kill_when_applied(cluster, pod: JobPod, out: Path, seed: int, killed: list[s
             killed.append(proc.name)
 
 
+def stack_release(cluster) -> tuple[int, str | None, set[str]]:
+    """(helm revision, chart hash, NetworkPolicy names) of the observability stack."""
+    proc = release.helm(cluster, "status", observability.RELEASE, "-n", OBSERVABILITY_NAMESPACE, "-o", "json")
+    assert proc.returncode == 0, proc.stderr
+    revision = json.loads(proc.stdout)["version"]
+    _, digest = release.installed(cluster, observability.RELEASE, OBSERVABILITY_NAMESPACE)
+    fence = {p.metadata.name for p in
+             cluster.kube.networking.list_namespaced_network_policy(OBSERVABILITY_NAMESPACE).items}
+    return revision, digest, fence
+
+
+def refused_from_a_pod_labelled_as_a_conductor(cluster, image: str, namespace: str) -> str:
+    """What a pod the agent could make (its app namespace, the conductor label on its pod) gets from
+    Prometheus's own API: its outcome, one line."""
+    name = f"conductor-lookalike-{uuid.uuid4().hex[:6]}"
+    probe = ("import urllib.request\n"
+             "try:\n"
+             f"    urllib.request.urlopen('{observability.service_urls()['prometheus']}/api/v1/status/config',"
+             " timeout=5); print('OUTCOME open')\n"
+             "except Exception as e:\n"
+             "    print('OUTCOME', type(getattr(e, 'reason', e)).__name__)\n")
+    core = cluster.kube.core
+    core.create_namespaced_pod(namespace, {
+        "metadata": {"name": name, "labels": dict(CONDUCTOR_LABELS)},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "probe", "image": image, "imagePullPolicy": "Never",
+                                                            "command": ["python3", "-c", probe]}]}})
+    try:
+        eventually(lambda: core.read_namespaced_pod(name, namespace).status.phase in ("Succeeded", "Failed"),
+                   timeout=90, every=1, what="the probe pod to finish")
+        return next(line for line in core.read_namespaced_pod_log(name, namespace).splitlines()
+                    if line.startswith("OUTCOME"))
+    finally:
+        core.delete_namespaced_pod(name, namespace, grace_period_seconds=0)
+
+
 def test_two_cells_run_as_jobs_at_once_and_a_killed_cell_is_cleaned_and_rerun(cluster, lab, tmp_path):
+    observability.deploy_observability(cluster)  # as this host's conductor installs it: fenced
+    before = stack_release(cluster)
+    assert {"prometheus", "trace-store", "log-query"} <= before[2], before
     out = tmp_path / "night"
     killed: list[str] = []
     killer = threading.Thread(target=kill_when_applied, args=(cluster, lab, out, 1, killed), daemon=True)
@@ -110,8 +161,42 @@ def test_two_cells_run_as_jobs_at_once_and_a_killed_cell_is_cleaned_and_rerun(cl
     # the killed cell's fault was undone by the suite, from the cell's own journal
     for ns in namespaces:
         assert cluster.kube.core.read_namespaced_config_map("tiny-settings", ns).data["greeting"] == "hello", ns
+    # the cells (conductors in pods, off the host's network) found the stack at their own chart hash
+    # and left it as it was: same release revision, fence on; their namespace is admitted by label
+    assert stack_release(cluster) == before
+    assert cluster.kube.core.read_namespace(lab.namespace).metadata.labels.get(CONDUCTOR_LABEL) == "true"
     # resumed with --retry-errors: only the killed cell runs again, and completes
     again = runner(cluster, lab, out, retry_errors=True).run(resume=True)
     assert again.skipped == 1 and again.statuses == {"completed": 1}, again.errors
     last = read_index(out)[-1]
     assert (last["seed"], last["status"]) == (1, "completed")
+
+
+def test_a_conductor_pod_in_its_own_network_is_admitted_and_keeps_the_fence_an_agent_lookalike_is_refused(
+        cluster, lab):
+    """`sregym observability deploy` in a pod (no kubeconfig given: it writes its own from the
+    ServiceAccount; no hostNetwork): it labels its namespace, reaches the stack by its Services through
+    the fence, and reuses the release as it is. A pod of an app namespace with the conductor label on
+    itself (what the agent can make) is refused."""
+    observability.deploy_observability(cluster)
+    before = stack_release(cluster)
+    core, name = cluster.kube.core, f"conductor-{uuid.uuid4().hex[:6]}"
+    core.create_namespaced_pod(lab.namespace, {
+        "metadata": {"name": name, "labels": dict(CONDUCTOR_LABELS)},
+        "spec": {"restartPolicy": "Never", "serviceAccountName": lab.service_account,
+                 "containers": [{"name": "c", "image": lab.image, "imagePullPolicy": "Never",
+                                 "command": ["sregym", "observability", "deploy", "--timeout", "120"]}]}})
+    eventually(lambda: core.read_namespaced_pod(name, lab.namespace).status.phase in ("Succeeded", "Failed"),
+               timeout=180, every=2, what="the conductor pod to finish")
+    log = core.read_namespaced_pod_log(name, lab.namespace)
+    assert core.read_namespaced_pod(name, lab.namespace).status.phase == "Succeeded", log
+    assert "already up to date" in log and f"prometheus.{OBSERVABILITY_NAMESPACE}.svc" in log, log  # by its Services
+    assert stack_release(cluster) == before  # not reinstalled: same revision, the fence on
+    assert cluster.kube.core.read_namespace(lab.namespace).metadata.labels.get(CONDUCTOR_LABEL) == "true"
+    app_ns = f"lookalike-{uuid.uuid4().hex[:6]}"
+    ensure_app_namespace(cluster, app_ns)
+    try:
+        outcome = refused_from_a_pod_labelled_as_a_conductor(cluster, lab.image, app_ns)
+    finally:
+        core.delete_namespace(app_ns)
+    assert outcome in {"OUTCOME ConnectionRefusedError", "OUTCOME TimeoutError"}, outcome  # not open, not a name error

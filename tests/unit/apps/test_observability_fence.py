@@ -12,7 +12,10 @@ callers the code has (docs/security.md, "The grader's observability services"):
   spans; no rule could refuse the agent and admit the app, docs/security.md "Spans the agent makes
   up"; the fault plane's pods must not put spans where the agent's tools read them), its query API
   only to the agent's tool server pods;
-- the log query only to its peers (each asks the others for their node's lines) and the tool server.
+- the log query only to its peers (each asks the others for their node's lines) and the tool server;
+- a conductor in a pod (the nightly suite runner, a suite cell's Job) to all three, by its
+  namespace's label and its pod's label together, neither of which the agent can set;
+- and every conductor installs the same fenced values, wherever it runs.
 
 The live proof is tests/integration/agentplane/test_red_team_observability.py.
 """
@@ -28,6 +31,7 @@ import yaml
 from sregym.agentplane import sandbox
 from sregym.apps import observability
 from sregym.apps.namespace import pod_security_labels
+from sregym.cluster import in_cluster
 from sregym.cluster.charts import template
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
 
@@ -38,6 +42,7 @@ BUT_HIDDEN = "anyone outside the hidden namespaces"
 DEPLOYED = {"excludedNamespaces": [HIDDEN_NAMESPACE]}  # what sregym.apps.observability deploys with
 PEERS = "log-query peers"
 TOOLS = "the agent's tool server"
+CONDUCTOR = "a conductor's pod"
 
 
 def render(values: dict | None = None) -> list[dict]:
@@ -76,6 +81,28 @@ def sandbox_pod_labels(component: str) -> dict[str, str]:
                                 deadline_seconds=60)["metadata"]["labels"]
 
 
+# the nightly runner's namespace as the conductor labels it (sregym.cluster.in_cluster.admit_own_namespace)
+CONDUCTOR_NS = {**in_cluster.CONDUCTOR_LABELS, "kubernetes.io/metadata.name": "sregym-nightly"}
+
+
+def cell_pod_labels() -> dict[str, str]:
+    from pathlib import Path
+
+    from sregym.conductor.suite_jobs import JobPod, job_manifest
+    from sregym.core.problem import Problem
+    from sregym.core.settings import RunSettings
+
+    problem = Problem.model_validate({
+        "id": "p1", "title": "p1", "alert": "users see errors", "app": {"name": "hotel"},
+        "faults": [{"id": "f", "injector": "env_var", "target": {}}],
+        "ground_truth": {"root_cause": "a wrong value", "component": "geo", "mechanism": "m"},
+        "oracles": {"mitigation": [{"name": "slo"}]}, "difficulty": "easy",
+        "tags": {"layer": "application", "fault_family": "config", "failure_mode": "errors"}})
+    m = job_manifest(name="suite-cell-0", pod=JobPod(), suite="s", problem=problem, settings=RunSettings(),
+                     out_dir=Path("/r"), settings_file=Path("/r/s.json"), state_dir=Path("/r/state"), problems_dirs=[])
+    return m["spec"]["template"]["metadata"]["labels"]
+
+
 def peer_name(peer: dict, docs: list[dict]) -> str:
     """Which caller a NetworkPolicy peer stands for; anything unforeseen fails the test."""
     assert "ipBlock" not in peer, f"an address block lets in whatever comes from it: {peer}"
@@ -90,6 +117,9 @@ def peer_name(peer: dict, docs: list[dict]) -> str:
     if namespaces is not None and pods is not None and selects(namespaces, SANDBOX_NS) \
             and selects(pods, sandbox_pod_labels("tools")):
         return TOOLS
+    if namespaces is not None and pods is not None and selects(namespaces, CONDUCTOR_NS) \
+            and selects(pods, cell_pod_labels()):
+        return CONDUCTOR
     raise AssertionError(f"a peer no caller in the code needs: {peer}")
 
 
@@ -131,9 +161,9 @@ def test_each_query_service_has_one_ingress_policy_of_its_own_and_egress_stays_f
 def test_who_may_connect_is_exactly_the_callers_in_the_code():
     docs = render(DEPLOYED)
     policies = of_kind(docs, "NetworkPolicy")
-    assert allowed(policies["prometheus"], docs) == {}
-    assert allowed(policies["trace-store"], docs) == {4318: {BUT_HIDDEN}, 16686: {TOOLS}}
-    assert allowed(policies["log-query"], docs) == {8080: {PEERS, TOOLS}}
+    assert allowed(policies["prometheus"], docs) == {9090: {CONDUCTOR}}
+    assert allowed(policies["trace-store"], docs) == {4318: {BUT_HIDDEN}, 16686: {TOOLS, CONDUCTOR}}
+    assert allowed(policies["log-query"], docs) == {8080: {PEERS, TOOLS, CONDUCTOR}}
 
 
 def test_every_port_a_service_reaches_is_decided_by_the_fence():
@@ -141,9 +171,9 @@ def test_every_port_a_service_reaches_is_decided_by_the_fence():
     new port or Service must be added there on purpose."""
     docs = render(DEPLOYED)
     pods, policies = workloads(docs), of_kind(docs, "NetworkPolicy")
-    expected = {("prometheus", 9090): set(), ("jaeger-query", 16686): {TOOLS},
-                ("jaeger-collector", 4318): {BUT_HIDDEN}, ("log-query", 8080): {PEERS, TOOLS},
-                ("log-query-peers", 8080): {PEERS, TOOLS}}
+    expected = {("prometheus", 9090): {CONDUCTOR}, ("jaeger-query", 16686): {TOOLS, CONDUCTOR},
+                ("jaeger-collector", 4318): {BUT_HIDDEN}, ("log-query", 8080): {PEERS, TOOLS, CONDUCTOR},
+                ("log-query-peers", 8080): {PEERS, TOOLS, CONDUCTOR}}
     seen = {}
     for name, service in of_kind(docs, "Service").items():
         selector = {"matchLabels": service["spec"]["selector"]}
@@ -160,7 +190,8 @@ def test_every_port_a_service_reaches_is_decided_by_the_fence():
 def test_the_tool_server_peer_is_the_sandbox_tool_pod_and_nothing_the_agent_can_make():
     policies = of_kind(render(), "NetworkPolicy")
     peers = [p for name in ("trace-store", "log-query") for rule in policies[name]["spec"]["ingress"]
-             for p in rule.get("from", []) if "namespaceSelector" in p]
+             for p in rule.get("from", []) if "namespaceSelector" in p and "podSelector" in p
+             and p["podSelector"] == {"matchLabels": {"app.kubernetes.io/component": "tools"}}]
     assert len(peers) == 2 and peers[0] == peers[1]
     peer = peers[0]
     # the sandbox's own namespace and tool server pod match ...
@@ -173,13 +204,81 @@ def test_the_tool_server_peer_is_the_sandbox_tool_pod_and_nothing_the_agent_can_
     assert not selects(peer["namespaceSelector"], {"kubernetes.io/metadata.name": OBSERVABILITY_NAMESPACE})
 
 
-def test_the_fence_is_on_by_default_and_can_be_turned_off():
-    assert observability.install_values()["networkPolicy"] == {"enabled": True}
-    assert of_kind(render(), "NetworkPolicy").keys() == {"prometheus", "trace-store", "log-query"}
-    assert of_kind(render({"networkPolicy": {"enabled": False}}), "NetworkPolicy") == {}
-    off = observability.install_values(network_policies=False)
-    assert off["networkPolicy"] == {"enabled": False}
-    assert off["sregym"]["chartHash"] != observability.install_values()["sregym"]["chartHash"]
+def test_the_conductor_peer_is_its_labelled_namespace_and_pod_and_nothing_the_agent_can_make():
+    """The attack: the agent labels a pod of its app namespace as a conductor (it may create and label
+    pods there). Admission needs the namespace's label too, which the agent cannot set."""
+    docs = render(observability.install_values())
+    peers = [p for name in ("prometheus", "trace-store", "log-query")
+             for rule in of_kind(docs, "NetworkPolicy")[name]["spec"]["ingress"] for p in rule.get("from", [])
+             if peer_name(p, docs) == CONDUCTOR]
+    assert len(peers) == 3 and all(p == peers[0] for p in peers)
+    peer = peers[0]
+    assert set(peer) == {"namespaceSelector", "podSelector"}  # both, in one peer: an AND, not an OR
+    assert selects(peer["namespaceSelector"], CONDUCTOR_NS) and selects(peer["podSelector"], cell_pod_labels())
+    assert selects(peer["podSelector"], nightly_runner_pod_labels())
+    # the agent's pod, labelled as it likes, in its app namespace or its sandbox: refused
+    app_namespace = {**pod_security_labels(), "kubernetes.io/metadata.name": "hotel-reservation"}
+    assert not selects(peer["namespaceSelector"], app_namespace)
+    assert not selects(peer["namespaceSelector"], SANDBOX_NS)
+    assert not selects(peer["namespaceSelector"], {"kubernetes.io/metadata.name": HIDDEN_NAMESPACE})
+    # the agent cannot put a label on any namespace (nor create one)
+    from sregym.cluster.agent_access import cluster_rules, observability_rules
+    for rule in observability_rules() + cluster_rules():
+        if "namespaces" in rule["resources"]:
+            assert set(rule["verbs"]) <= {"get", "list", "watch"}, rule
+
+
+def nightly_runner_pod_labels() -> dict[str, str]:
+    """The labels of the nightly chart's suite runner pod (the CronJob's template)."""
+    text = template(observability.CHART.parent / "nightly", "sregym-nightly", {}, release="night")
+    [cron] = [d for d in yaml.safe_load_all(text) if d and d["kind"] == "CronJob"]
+    return cron["spec"]["jobTemplate"]["spec"]["template"]["metadata"]["labels"]
+
+
+def test_every_conductor_installs_the_same_fenced_values_wherever_it_runs():
+    """There is no switch: a conductor in a pod, on the node or off a multi-node cluster installs the
+    one fenced release, so none reinstalls the shared stack with a fence down (or races another over
+    a different hash)."""
+    import inspect
+
+    assert not inspect.signature(observability.install_values).parameters
+    values = observability.install_values()
+    assert values["networkPolicy"]["enabled"] is True
+    assert of_kind(render(values), "NetworkPolicy").keys() == {"prometheus", "trace-store", "log-query"}
+
+
+def test_a_conductor_in_a_pod_keeps_the_fence_and_reaches_the_stack_by_its_services(monkeypatch):
+    """The attack on issue 15: from a pod, conductor_is_the_node is False, and the deployer used to
+    reinstall the shared stack without its NetworkPolicies. Now it labels its own namespace, installs
+    the same fenced values (same hash: an up-to-date stack is reused) and uses the Services' names."""
+    from sregym.apps import release
+
+    monkeypatch.setattr(in_cluster, "pod_namespace", lambda *a: "sregym-nightly")
+    monkeypatch.setattr(observability, "conductor_is_the_node", lambda cluster: False)
+    monkeypatch.setattr(release, "installed", lambda *a: ("deployed", "stale"))
+    sent: list[dict] = []
+
+    def helm(cluster, *args, input=None, **kw):  # noqa: A002
+        sent.append(yaml.safe_load(input))
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(release, "helm", helm)
+    patched: list[tuple[str, dict]] = []
+    namespace = SimpleNamespace(metadata=SimpleNamespace(labels={"kubernetes.io/metadata.name": "sregym-nightly"}))
+    core = SimpleNamespace(read_namespace=lambda name: namespace,
+                           patch_namespace=lambda name, body: patched.append((name, body)))
+    cluster = SimpleNamespace(kube=SimpleNamespace(core=core), provider="existing")
+    assert observability.deploy_observability(cluster, wait=False) is True
+    [values] = sent
+    assert values["networkPolicy"]["enabled"] is True
+    assert values == observability.install_values()  # what the conductor on the node installs
+    assert patched == [("sregym-nightly", {"metadata": {"labels": in_cluster.CONDUCTOR_LABELS}})]
+    assert of_kind(render(values), "NetworkPolicy").keys() == {"prometheus", "trace-store", "log-query"}
+    urls = observability.endpoints(cluster)
+    assert urls["prometheus"] == f"http://prometheus.{OBSERVABILITY_NAMESPACE}.svc:9090"
+    assert urls["traces"] == f"http://jaeger-query.{OBSERVABILITY_NAMESPACE}.svc:16686"
+    assert urls["logs"] == f"http://log-query.{OBSERVABILITY_NAMESPACE}.svc:8080"
+    assert urls["otlp_host_url"] == f"http://jaeger-collector.{OBSERVABILITY_NAMESPACE}.svc:4318/v1/traces"
 
 
 # -- where the fence can hold --------------------------------------------------------------------
@@ -190,9 +289,10 @@ def cluster_with_nodes(*addresses: str) -> Any:
     return SimpleNamespace(kube=SimpleNamespace(core=core), provider="existing")
 
 
-def test_the_fence_is_kept_where_the_conductor_is_the_only_node():
-    """Only there does every connection of the conductor reach a pod from the pod's own node, which
-    the policy engine always admits; elsewhere NodePort traffic arrives from another address."""
+def test_the_nodeports_answer_through_the_fence_only_where_the_conductor_is_the_only_node():
+    """Only there does every connection of the host reach a pod from the pod's own node, which the
+    policy engine always admits; elsewhere NodePort traffic arrives from another address, and the
+    conductor is told to use port-forwards or run in the cluster (the fence stays on)."""
     assert observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1"))
     assert not observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1", "192.0.2.11"))
     assert not observability.conductor_is_the_node(cluster_with_nodes("192.0.2.10"))  # not this host

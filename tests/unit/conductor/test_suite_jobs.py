@@ -56,6 +56,10 @@ class FakeCluster:
         self.on_create = on_create
         self.batch, self.core, self.api_client = self, self, SimpleNamespace(sanitize_for_serialization=lambda x: x)
         self.kube = self
+        self.stack_deploys: list[int] = []  # how many Jobs existed when the stack was deployed
+
+    def deploy_stack(self, cluster):
+        self.stack_deploys.append(len(self.created))
 
     # batch API
     def create_namespaced_job(self, ns, manifest):
@@ -122,10 +126,11 @@ class FakeCluster:
         return SimpleNamespace(returncode=0, stdout="", stderr="")
 
 
-def suite(tmp_path, cluster, problems, *, parallel=2, seeds=(0, 1), **kw) -> SuiteRunner:
+def suite(tmp_path, cluster, problems, *, parallel=2, seeds=(0, 1), agent="noop", **kw) -> SuiteRunner:
     run_fn = JobCellRunner(JobPod(namespace="lab", image="sregym/suite-runner:t", poll_seconds=0.01),
-                           problems_dirs=[Path("/lab/problems")], kube=cluster, sleep=lambda s: time.sleep(0.002))
-    return SuiteRunner(problems, suite="lite", settings=RunSettings(agent="noop", budget_seconds=60), seeds=seeds,
+                           problems_dirs=[Path("/lab/problems")], kube=cluster, sleep=lambda s: time.sleep(0.002),
+                           deploy_stack=cluster.deploy_stack)
+    return SuiteRunner(problems, suite="lite", settings=RunSettings(agent=agent, budget_seconds=60), seeds=seeds,
                        noise=[False], out_dir=tmp_path, cluster=cluster, run_fn=run_fn, parallel=parallel,
                        console=Console(file=open("/dev/null", "w")), **kw)
 
@@ -147,7 +152,7 @@ def test_the_job_runs_the_cell_from_the_image_with_the_service_account_and_its_s
     c = pod["containers"][0]
     assert m["metadata"]["namespace"] == "lab" and c["image"] == "i:t" and pod["serviceAccountName"] == "night"
     assert pod["restartPolicy"] == "Never" and m["spec"]["backoffLimit"] == 0
-    assert "exec sregym suite cell" in c["command"][2]
+    assert c["command"] == ["sregym", "suite", "cell"]  # in a pod, sregym writes its own kubeconfig
     args = c["args"]
     assert (arg(args, "--suite"), arg(args, "--problem"), arg(args, "--namespace")) == ("lite", "p1", "hotel")
     assert arg(args, "--out") == str(tmp_path) and arg(args, "--problems-dir") == "/lab/problems"
@@ -159,8 +164,17 @@ def test_the_job_runs_the_cell_from_the_image_with_the_service_account_and_its_s
     assert labels[CELL_LABEL] == results_hash(tmp_path) == m["metadata"]["labels"][CELL_LABEL]
 
 
+def test_the_cells_pod_is_a_conductor_the_observability_fence_admits_in_its_own_network(tmp_path):
+    """The cell's pod carries the conductor label (its namespace gets the other half when the cell
+    deploys the stack), so it queries the stack through the fence without the node's network."""
+    from sregym.cluster.in_cluster import CONDUCTOR_LABELS
+
+    m = manifest_for(tmp_path)
+    assert "hostNetwork" not in m["spec"]["template"]["spec"]
+    assert CONDUCTOR_LABELS.items() <= m["spec"]["template"]["metadata"]["labels"].items()
+
+
 def test_host_network_puts_the_cell_in_the_nodes_network(tmp_path):
-    assert "hostNetwork" not in manifest_for(tmp_path)["spec"]["template"]["spec"]
     spec = manifest_for(tmp_path, pod=JobPod(host_network=True))["spec"]["template"]["spec"]
     assert spec["hostNetwork"] is True and spec["dnsPolicy"] == "ClusterFirstWithHostNet"
 
@@ -219,6 +233,13 @@ def test_parallel_bounds_the_running_jobs_and_every_cell_gets_its_record(tmp_pat
     assert cluster.max_running == 2 and len(cluster.created) == 6
     assert sorted((e["problem_id"], e["seed"]) for e in read_index(tmp_path)) == \
         [(p, s) for p in ("p1", "p2", "p3") for s in (0, 1)]
+
+
+def test_the_runner_deploys_the_observability_stack_once_before_the_first_job(tmp_path):
+    """Cells started together used to race on the stack's helm install (seen live)."""
+    cluster = FakeCluster(polls=5)
+    suite(tmp_path, cluster, [problem("p1", app="a"), problem("p2", app="b")], parallel=2).run()
+    assert cluster.stack_deploys == [0] and len(cluster.created) == 4
 
 
 def test_two_cells_of_one_app_run_at_once_in_slot_namespaces(tmp_path):
@@ -310,3 +331,16 @@ def test_a_cell_its_pod_recorded_as_an_error_counts_toward_stopping_the_suite(tm
               max_consecutive_errors=2).run()
     index = read_index(tmp_path)
     assert [e["status"] for e in index] == ["error", "error"]  # one line each: the pod's, none added
+
+
+def test_an_unknown_agent_is_refused_before_any_job_is_created(tmp_path):
+    """A typo in --agent used to surface only in the first Job's pod, after the cluster was touched."""
+    from sregym.core.errors import UnknownNameError
+
+    cluster = FakeCluster()
+    runner = suite(tmp_path, cluster, [problem("p1", app="a")], seeds=(0,), agent="randm")
+    with pytest.raises(UnknownNameError) as err:
+        runner.run()
+    assert cluster.created == [] and not read_index(tmp_path)
+    assert "unknown agent 'randm'" in str(err.value)
+    assert "random" in err.value.hint and "noop" in err.value.hint and "oracle" in err.value.hint

@@ -70,3 +70,17 @@ def test_the_suite_file_docs_reporting_md_shows_loads(tmp_path):
     path = tmp_path / "nightly_react.yaml"
     path.write_text("name: nightly_react\n" + example)
     assert load_suite_file(path).suite.settings.agent_options == {"model": "my-model"}
+
+
+def test_the_cli_refuses_an_unknown_agent_by_name_before_touching_a_cluster(tmp_path, capsys, monkeypatch):
+    """No cluster is reachable here: the refusal must come first, in one line, naming the known agents."""
+    import sregym.cluster.providers as providers
+
+    def no_cluster(*a, **kw):
+        raise AssertionError("the cluster was looked up before the agent was checked")
+
+    monkeypatch.setattr(providers, "current_cluster", no_cluster)
+    assert run_cli(["suite", "run", "--suite", "lite", "--agent", "randm", "--executor", "jobs",
+                    "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "unknown agent 'randm'" in err and "random" in err and "noop" in err and "Traceback" not in err

@@ -232,8 +232,10 @@ def test_validation_waits_for_metric_windows_only_where_an_oracle_reads_one():
 
     problems = Path(__file__).parents[3] / "problems"
     # slo at a 30 s rate: the window, and one 2 s scrape of the load generator, before the rate covers the fault
-    assert symptom_lag(load_problem_file(problems / "hotel_frontend_user_partition.yaml").problem) == 32
+    assert symptom_lag(load_problem_file(problems / "shop_retry_storm_after_cpu_spike.yaml").problem) == 32
+    # ... and at a 10 s rate, 12 s
+    assert symptom_lag(load_problem_file(problems / "hotel_frontend_user_partition.yaml").problem) == 12
     # live-state probes see a change at once
     assert symptom_lag(load_problem_file(problems / "hotel_geo_container_port.yaml").problem) == 0
     # the longest wins when a problem has both kinds
-    assert symptom_lag(load_problem_file(problems / "hotel_search_rate_network_policy.yaml").problem) == 32
+    assert symptom_lag(load_problem_file(problems / "hotel_search_rate_network_policy.yaml").problem) == 12

@@ -68,3 +68,34 @@ def test_slo_problem_window_absorbs_a_blip_and_the_wake_of_the_fix_both_ways(pat
         # a broken system: a good blip passes too few samples to pass the window
         must_pass = max_samples(window, sample_interval(p)) - tolerated
         assert blip < must_pass, f"{path.name}: a good {BLIP_SECONDS:.0f} s blip passes {blip} samples, {must_pass} must"
+
+
+def removed_triggers(path: Path) -> list[tuple[float, float]]:
+    """(start, end) of each trigger that is removed during the run: a metastable failure's spark."""
+    problem = load_problem_file(path).problem
+    return [(f.at, f.at + f.duration) for f in problem.faults if f.role == "trigger" and f.duration]
+
+
+METASTABLE = [p for p in SLO_PROBLEMS if removed_triggers(p)]
+
+
+def test_the_metastable_problems_are_found():
+    assert {p.stem for p in METASTABLE} >= {"hotel_retry_storm_after_db_stall",
+                                            "hotel_retry_storm_after_search_stall",
+                                            "shop_retry_storm_after_cpu_spike"}
+
+
+@pytest.mark.parametrize("path", METASTABLE, ids=lambda p: p.stem)
+def test_a_metastable_window_fails_only_if_the_failure_outlives_its_trigger(path):
+    """Graded from the last fault's start plus the rate lag at the earliest (as validation does),
+    a window must not fail on the trigger alone: the trigger, the requests it held up to the load
+    generator's timeout and the settling after it fail too few samples, so only a failure that
+    persists after its trigger is removed fails the window."""
+    for p in slo_params(path):
+        start = max(at for at, _ in removed_triggers(path)) + lag_of(p)
+        spark_end = max(end for _, end in removed_triggers(path)) + loadgen_timeout() + SETTLE_SECONDS
+        spark = disturbed_samples(p, max(0.0, spark_end - start))
+        tolerated = tolerated_samples(p, p.window_seconds)
+        assert spark <= tolerated, (f"{path.name}: the trigger alone fails {spark} samples of a "
+                                    f"{p.window_seconds:.0f} s window, {tolerated} may: a failing window "
+                                    f"would not show the failure outlived its trigger")

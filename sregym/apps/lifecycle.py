@@ -109,6 +109,12 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                 # ready, but what runs is not yet what the spec says (kubectl rollout status's rule)
                 ready = min(ready, max(0, desired - 1))
             out.workloads.append(WorkloadStatus(kind=kind, name=w.metadata.name, ready=ready, desired=desired))
+    # a component the descriptor names that no workload runs yet (a store an operator creates from
+    # its custom resource) is not ready: the app cannot serve without it
+    seen = {(w.kind, w.name) for w in out.workloads}
+    for component in [*spec.services, *spec.datastores]:
+        if component.kind in ("Deployment", "StatefulSet") and (component.kind, component.name) not in seen:
+            out.workloads.append(WorkloadStatus(kind=component.kind, name=component.name, ready=0, desired=1))
     pods = kube.core.list_namespaced_pod(ns).items
     if spec.workload:  # the load generator runs apart (see loadgen_namespace), but it is the app's
         lg_ns, lg_name = loadgen_namespace(), loadgen_name(spec, ns)

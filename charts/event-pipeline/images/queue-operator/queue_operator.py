@@ -21,6 +21,7 @@ RESYNC_SECONDS = float(os.environ.get("RESYNC_SECONDS", "5"))
 NATS_IMAGE = os.environ["NATS_IMAGE"]
 PULL_POLICY = os.environ.get("IMAGE_PULL_POLICY", "Never")
 MANAGED_BY = "queue-operator"
+LOG = logging.getLogger("queue-operator")
 RECONCILES = Counter("queuecluster_reconciles_total", "Reconciliations of QueueClusters, by outcome and action",
                      ["outcome", "action"])
 
@@ -86,8 +87,8 @@ def drift(current: client.V1StatefulSet, desired: dict) -> list[str]:
     return out
 
 
-def reconcile(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str, patch: kopf.Patch,
-              logger: logging.Logger) -> None:
+def reconcile(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str, patch: kopf.Patch) -> None:
+    """Make the StatefulSet what the QueueCluster asks for and report it in the status."""
     apps = client.AppsV1Api()
     desired = desired_statefulset(name, dict(spec))
     kopf.adopt(desired, owner=body)
@@ -99,14 +100,14 @@ def reconcile(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str, patch
             if e.status != 404:
                 raise
             apps.create_namespaced_stateful_set(namespace, desired)
-            logger.info(f"created StatefulSet {name}")
+            LOG.info(f"created StatefulSet {namespace}/{name}")
             action, current = "create", None
         if current is not None:
             changes = drift(current, desired)
             if changes:
                 apps.patch_namespaced_stateful_set(name, namespace, {"spec": {
                     "replicas": desired["spec"]["replicas"], "template": desired["spec"]["template"]}})
-                logger.info(f"StatefulSet {name} put back to its QueueCluster: {'; '.join(changes)}")
+                LOG.info(f"StatefulSet {namespace}/{name} put back to its QueueCluster: {'; '.join(changes)}")
                 action = "update"
             ready = current.status.ready_replicas or 0
         else:
@@ -115,6 +116,7 @@ def reconcile(body: kopf.Body, spec: kopf.Spec, name: str, namespace: str, patch
         RECONCILES.labels("error", action).inc()
         patch.status["phase"] = "Degraded"
         patch.status["message"] = f"cannot manage StatefulSet {name}: {e.status} {e.reason}"
+        LOG.error(f"cannot manage StatefulSet {namespace}/{name}: {e.status} {e.reason}")
         raise kopf.TemporaryError(f"StatefulSet {name}: {e.status} {e.reason}", delay=RESYNC_SECONDS) from None
     RECONCILES.labels("ok", action).inc()
     want = desired["spec"]["replicas"]
@@ -130,6 +132,12 @@ def configure(settings: kopf.OperatorSettings, **_) -> None:
     kubeconfig.load_incluster_config()
     # no Kubernetes events: what it did is in its log and the CR status (and its Role stays one an SRE can restore)
     settings.posting.enabled = False
+    # it watches its own namespace only (--namespace): no cluster-wide scan of namespaces or CRDs,
+    # which its Role does not allow
+    settings.scanning.disabled = True
+    # one line per change made, not one per resync or probe
+    logging.getLogger("kopf.objects").setLevel(logging.WARNING)
+    logging.getLogger("aiohttp.access").setLevel(logging.WARNING)
     settings.persistence.progress_storage = kopf.StatusProgressStorage(field="status.operator")
     settings.persistence.diffbase_storage = kopf.AnnotationsDiffBaseStorage(prefix="pipeline.sregym.io")
     start_http_server(int(os.environ.get("METRICS_PORT", "9102")))
@@ -138,10 +146,10 @@ def configure(settings: kopf.OperatorSettings, **_) -> None:
 @kopf.on.resume(GROUP, VERSION, PLURAL)
 @kopf.on.create(GROUP, VERSION, PLURAL)
 @kopf.on.update(GROUP, VERSION, PLURAL)
-def on_change(body, spec, name, namespace, patch, logger, **_) -> None:
-    reconcile(body, spec, name, namespace, patch, logger)
+def on_change(body, spec, name, namespace, patch, **_) -> None:
+    reconcile(body, spec, name, namespace, patch)
 
 
 @kopf.timer(GROUP, VERSION, PLURAL, interval=RESYNC_SECONDS)
-def resync(body, spec, name, namespace, patch, logger, **_) -> None:
-    reconcile(body, spec, name, namespace, patch, logger)
+def resync(body, spec, name, namespace, patch, **_) -> None:
+    reconcile(body, spec, name, namespace, patch)

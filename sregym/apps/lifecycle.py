@@ -109,6 +109,7 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                 # ready, but what runs is not yet what the spec says (kubectl rollout status's rule)
                 ready = min(ready, max(0, desired - 1))
             out.workloads.append(WorkloadStatus(kind=kind, name=w.metadata.name, ready=ready, desired=desired))
+    out.workloads += missing_components(spec, out.workloads)
     pods = kube.core.list_namespaced_pod(ns).items
     if spec.workload:  # the load generator runs apart (see loadgen_namespace), but it is the app's
         lg_ns, lg_name = loadgen_namespace(), loadgen_name(spec, ns)
@@ -130,6 +131,15 @@ def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                                   ready=bool(statuses) and all(cs.ready for cs in statuses),
                                   restarts=sum(cs.restart_count for cs in statuses), reason=_pod_reason(pod)))
     return out
+
+
+def missing_components(spec: AppSpec, workloads: list[WorkloadStatus]) -> list[WorkloadStatus]:
+    """Components the descriptor names that no workload runs yet, each as 0 of 1 ready: a store an
+    operator creates from its custom resource after the install (event-pipeline's queue) is not
+    there at first, and the app cannot serve without it."""
+    seen = {(w.kind, w.name) for w in workloads}
+    return [WorkloadStatus(kind=c.kind, name=c.name, ready=0, desired=1) for c in [*spec.services, *spec.datastores]
+            if c.kind in ("Deployment", "StatefulSet") and (c.kind, c.name) not in seen]
 
 
 def rollout_complete(deployment: Any, desired: int) -> bool:

@@ -7,7 +7,7 @@ What the account may do (decided here, documented in docs/agents.md):
   endpoints, config maps, secrets of the app, events, PVCs, network policies, quotas, RBAC);
   change what an SRE changes (patch/update/scale/rollout workloads, delete pods and replica sets,
   edit config maps, secrets and services, create/delete network policies, fix Roles and
-  RoleBindings, exec into pods);
+  RoleBindings, exec into pods, edit the custom resources the app's operators reconcile);
 - in the observability namespace: read only (config maps included);
 - cluster-wide: read what an on-call SRE reads in every namespace (pods and their logs, events,
   services, endpoints, workloads, PVCs, network policies...), nodes, namespaces, persistent
@@ -42,6 +42,9 @@ from sregym.core.errors import ClusterError, UserInputError
 DEFAULT_NAME = "sre-oncall"
 READ = ["get", "list", "watch"]
 WRITE = ["create", "update", "patch", "delete"]
+# Custom resources of the apps' operators (charts/event-pipeline/crds/).
+OPERATOR_GROUP = "pipeline.sregym.io"
+OPERATOR_RESOURCES = ["queueclusters", "queueclusters/status"]
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
@@ -70,6 +73,10 @@ def app_namespace_rules() -> list[dict[str, Any]]:
         _rule(["rbac.authorization.k8s.io"], ["roles", "rolebindings"], READ + WRITE),
         _rule(["metrics.k8s.io"], ["pods"], READ),
         _rule(["events.k8s.io"], ["events"], READ),
+        # the custom resources an app's operators run its stores from (event-pipeline's QueueCluster):
+        # an SRE fixes a store through its CR, since the operator puts back edits of what it manages.
+        # Neither create nor delete: the operator's own objects are the app's, not the agent's.
+        _rule([OPERATOR_GROUP], OPERATOR_RESOURCES, READ + ["update", "patch"]),
     ]
 
 

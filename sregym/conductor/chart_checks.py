@@ -83,9 +83,11 @@ def check_against_chart(lp: LoadedProblem, chart: RenderedChart) -> None:
 
     for i, fault in enumerate(p.faults):
         t = fault.target
-        if t.name and t.kind != "Node" and (t.namespace in (None, chart.namespace)):
-            need(("faults", i, "target", "name"), t.kind, t.name, t.container)
         params = fault.params or {}
+        # a custom resource's kind is a parameter (custom_resource_field): the selector knows only built-in kinds
+        kind = t.kind or (params["kind"] if isinstance(params.get("kind"), str) else None)
+        if t.name and t.kind != "Node" and (t.namespace in (None, chart.namespace)):
+            need(("faults", i, "target", "name"), kind, t.name, t.container)
         if isinstance(params.get("workload"), str):
             need(("faults", i, "params", "workload"), None, params["workload"], params.get("container"))
     for j, ref in enumerate(p.oracles.mitigation):

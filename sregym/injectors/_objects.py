@@ -47,24 +47,26 @@ def _dynamic(api_client: Any) -> DynamicClient:
     return DynamicClient(api_client)
 
 
-def resource(kube: Any, kind: str):
-    return _dynamic(kube.api_client).resources.get(api_version=API_VERSIONS[kind], kind=kind)
+def resource(kube: Any, kind: str, api_version: str | None = None):
+    """The API resource of ``kind``; a custom resource (an operator's CR) names its ``api_version``."""
+    return _dynamic(kube.api_client).resources.get(api_version=api_version or API_VERSIONS[kind], kind=kind)
 
 
 def namespace_of(ctx: Any, target: Selector) -> str:
     return target.namespace or ctx.app_namespace
 
 
-def get_object(kube: Any, kind: str, name: str, namespace: str | None) -> dict | None:
+def get_object(kube: Any, kind: str, name: str, namespace: str | None, api_version: str | None = None) -> dict | None:
     """The object as a plain dict, or None if it does not exist."""
     try:
-        return resource(kube, kind).get(name=name, namespace=namespace).to_dict()
+        return resource(kube, kind, api_version).get(name=name, namespace=namespace).to_dict()
     except NotFoundError:
         return None
 
 
-def require_object(kube: Any, kind: str, name: str, namespace: str | None, where: str = "target") -> dict:
-    obj = get_object(kube, kind, name, namespace)
+def require_object(kube: Any, kind: str, name: str, namespace: str | None, where: str = "target",
+                   api_version: str | None = None) -> dict:
+    obj = get_object(kube, kind, name, namespace, api_version)
     if obj is None:
         raise UserInputError(f"{where}: {kind} {namespace + '/' if namespace else ''}{name} does not exist")
     return obj
@@ -95,7 +97,8 @@ def field_manager(path: list[str | int]) -> str:
     return RESTART_MANAGER if path == restart_path() else EDIT_MANAGER
 
 
-def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list[str | int], value: Any) -> None:
+def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list[str | int], value: Any,
+              api_version: str | None = None) -> None:
     """Set (or, for ``ABSENT``, remove) one field with a JSON patch, under the field manager a
     person's kubectl would leave (:func:`field_manager`). Idempotent."""
     ptr = _pointer(path)
@@ -104,7 +107,7 @@ def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list
     else:
         ops = [{"op": "replace" if isinstance(path[-1], int) else "add", "path": ptr, "value": value}]
     try:
-        resource(kube, kind).patch(name=name, namespace=namespace, body=ops,
+        resource(kube, kind, api_version).patch(name=name, namespace=namespace, body=ops,
                                    content_type="application/json-patch+json", field_manager=field_manager(path))
     except UnprocessibleEntityError:
         if value != ABSENT:  # removing a field already gone is fine; anything else is not
@@ -114,9 +117,13 @@ def set_field(kube: Any, kind: str, name: str, namespace: str | None, path: list
             raise FaultError(f"{kind} {namespace}/{name} disappeared while being changed") from None
 
 
-def edit(kind: str, namespace: str | None, name: str, path: list[str | int], before: Any, after: Any) -> dict:
-    """One journaled field change."""
-    return {"kind": kind, "namespace": namespace, "name": name, "path": path, "before": before, "after": after}
+def edit(kind: str, namespace: str | None, name: str, path: list[str | int], before: Any, after: Any,
+         api_version: str | None = None) -> dict:
+    """One journaled field change (``api_version`` only for kinds outside ``API_VERSIONS``: custom resources)."""
+    out = {"kind": kind, "namespace": namespace, "name": name, "path": path, "before": before, "after": after}
+    if api_version:
+        out["api_version"] = api_version
+    return out
 
 
 RESTART_AFTER_RESTORE_SECONDS = 5.0
@@ -144,7 +151,7 @@ def apply_edits(kube: Any, edits: list[dict], *, undo: bool = False) -> None:
         if undo:
             value = restart_undo_value(e) if e["path"] == restart_path() else e["before"]
         try:
-            set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], value)
+            set_field(kube, e["kind"], e["name"], e["namespace"], e["path"], value, e.get("api_version"))
         except FaultError:
             if not undo:
                 raise  # undo: an object that is gone has nothing left to restore

@@ -10,7 +10,7 @@ from sregym.apps import list_apps, load_app
 from sregym.apps.spec import SloSpec
 from sregym.core.errors import UnknownNameError, UserInputError
 
-OUR_APPS = ["hotel-reservation", "online-shop"]
+OUR_APPS = ["hotel-reservation", "online-shop", "event-pipeline"]
 
 
 @pytest.mark.parametrize("name", OUR_APPS)

@@ -14,7 +14,7 @@ from sregym.core.errors import UserInputError
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
 
-OUR_APPS = ["hotel-reservation", "online-shop"]
+OUR_APPS = ["hotel-reservation", "online-shop", "event-pipeline"]
 
 
 def render(app: str, values: dict | None = None) -> list[dict]:
@@ -31,10 +31,12 @@ def test_every_workload_of_the_descriptor_is_rendered(app):
     docs = render(app)
     spec = load_app(app)
     workloads = by_kind(docs, "Deployment") | by_kind(docs, "StatefulSet")
+    # a store an operator runs is rendered as its custom resource (event-pipeline's QueueCluster)
+    operated = {d["metadata"]["name"] for d in docs if d["apiVersion"].startswith("pipeline.sregym.io/")}
     # the load generator runs apart, out of the agent's reach (tests/unit/oracles checks where)
-    assert set(spec.components) | {f"{spec.workload.service}-{spec.namespace}"} == set(workloads)
+    assert set(spec.components) | {f"{spec.workload.service}-{spec.namespace}"} == set(workloads) | operated
     services = by_kind(docs, "Service")
-    assert {s.name for s in load_app(app).services} <= set(services) | {"worker"}
+    assert {s.name for s in load_app(app).services} <= set(services) | {"worker", "processor", "queue-operator"}
 
 
 @pytest.mark.parametrize("app", OUR_APPS)
@@ -90,7 +92,8 @@ def test_hostpath_volumes_only_when_asked_and_bound_to_their_claims(app):
     assert not by_kind(render(app), "PersistentVolume")
     docs = render(app, {"persistence": {"hostPath": {"root": "/srv/vols"}}})
     volumes = by_kind(docs, "PersistentVolume")
-    claims = {f"data-{name}-0" for name in by_kind(docs, "StatefulSet")}
+    claims = {f"data-{name}-0" for name, sts in by_kind(docs, "StatefulSet").items()
+              if sts["spec"].get("volumeClaimTemplates")}  # a memory-only cache claims nothing
     assert {v["spec"]["claimRef"]["name"] for v in volumes.values()} == claims
     for v in volumes.values():
         assert v["spec"]["hostPath"]["path"].startswith(f"/srv/vols/{app}/")

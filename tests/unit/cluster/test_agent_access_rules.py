@@ -54,3 +54,13 @@ def test_the_app_namespace_allows_what_an_sre_does() -> None:
 def test_the_hidden_namespace_is_never_granted() -> None:
     with pytest.raises(UserInputError, match="hidden"):
         grant_agent_access(None, HIDDEN_NAMESPACE)  # refused before any API call
+
+
+def test_the_agent_edits_an_operators_custom_resource_but_never_creates_or_deletes_one() -> None:
+    allowed = grants(app_namespace_rules())
+    for verb in ("get", "list", "watch", "patch", "update"):
+        assert ("pipeline.sregym.io", "queueclusters", verb) in allowed
+    assert not {("pipeline.sregym.io", "queueclusters", v) for v in ("create", "delete")} & allowed
+    # CRDs are cluster objects: never writable
+    assert not {g for g, _, v in grants(cluster_rules() + app_namespace_rules())
+                if v not in ("get", "list", "watch")} & {"apiextensions.k8s.io"}

@@ -26,6 +26,8 @@ OLD_STATES = {
     "resource_quota": {"edits": [], "manifest": {"kind": "ResourceQuota", "metadata": {"name": "q"}},
                        "pods": ["web-5d9c-x1"], "workload": ["Deployment", "app", "web"]},
     "config_value": {"edits": [EDIT], "planned_at": "2026-11-01T10:00:00Z"},
+    "custom_resource_field": {"edits": [{**EDIT, "kind": "QueueCluster", "api_version": "pipeline.sregym.io/v1"}],
+                              "api_version": "pipeline.sregym.io/v1"},
     "service_misconfig": {"edits": [EDIT], "port_index": 0},
     "dns_failure": NETNS,
     "packet_loss": {**NETNS, "hooks": ["OUTPUT", "INPUT"]},

@@ -28,14 +28,16 @@ def refs(pairs, injector):
 def test_sector_errors_and_full_disks_only_target_persistent_stores(pairs):
     assert refs(pairs, "latent_sector_error") == {
         "hotel-reservation/StatefulSet/hotel-db", "online-shop/StatefulSet/shop-db",
-        "online-shop/StatefulSet/shop-redis", "online-shop/StatefulSet/shop-queue"}
+        "online-shop/StatefulSet/shop-redis", "online-shop/StatefulSet/shop-queue",
+        "event-pipeline/StatefulSet/pipeline-db"}
     assert refs(pairs, "disk_full") == refs(pairs, "latent_sector_error")
 
 
 def test_password_rotation_only_targets_stores_with_a_credentials_secret(pairs):
     assert refs(pairs, "credential_rotation") == {
         "hotel-reservation/StatefulSet/hotel-db", "online-shop/StatefulSet/shop-db",
-        "online-shop/StatefulSet/shop-redis"}
+        "online-shop/StatefulSet/shop-redis", "event-pipeline/StatefulSet/pipeline-db",
+        "event-pipeline/StatefulSet/pipeline-cache"}
 
 
 def test_no_generated_problem_touches_the_slo_load_generator(pairs):
@@ -48,7 +50,9 @@ def test_kinds_follow_each_injectors_targets(pairs):
     assert refs(pairs, "config_value") == {"hotel-reservation/ConfigMap/hotel-settings",
                                            "online-shop/ConfigMap/shop-settings",
                                            "hotel-reservation/Secret/hotel-db", "online-shop/Secret/shop-db",
-                                           "online-shop/Secret/shop-redis"}
+                                           "online-shop/Secret/shop-redis",
+                                           "event-pipeline/ConfigMap/pipeline-settings",
+                                           "event-pipeline/Secret/pipeline-db", "event-pipeline/Secret/pipeline-cache"}
     assert "hotel-reservation/Service/geo" in refs(pairs, "service_misconfig")
     assert not any(r.split("/")[1] == "Service" for r in refs(pairs, "env_var"))
     assert not [c for c in pairs if c.injector.startswith("noise_")]

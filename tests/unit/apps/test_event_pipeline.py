@@ -1,0 +1,54 @@
+"""event-pipeline: its queue is run by an operator from a custom resource, and the rights line up:
+the agent may edit that CR (and restore the operator's Role, which Kubernetes lets it do only for
+rights it holds itself), the operator has no rights outside its namespace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from sregym.apps import load_app
+from sregym.cluster.agent_access import OPERATOR_GROUP, OPERATOR_RESOURCES, app_namespace_rules
+from sregym.cluster.charts import template
+from sregym.conductor.chart_checks import RenderedChart, check_against_chart
+from sregym.core.loader import load_problem_file
+
+pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
+
+PROBLEMS = Path(__file__).resolve().parents[3] / "problems"
+
+
+def rendered() -> list[dict]:
+    spec = load_app("event-pipeline")
+    return [d for d in yaml.safe_load_all(template(spec.chart, spec.namespace, {})) if d]
+
+
+def grants(rules: list[dict]) -> set[tuple[str, str, str]]:
+    return {(g, r, v) for rule in rules for g in rule["apiGroups"] for r in rule["resources"] for v in rule["verbs"]}
+
+
+def test_the_queue_is_a_custom_resource_of_the_crd_the_chart_installs():
+    crd = yaml.safe_load((load_app("event-pipeline").chart / "crds" / "queueclusters.yaml").read_text())
+    assert crd["spec"]["group"] == OPERATOR_GROUP and crd["spec"]["names"]["plural"] in OPERATOR_RESOURCES
+    [cr] = [d for d in rendered() if d["kind"] == crd["spec"]["names"]["kind"]]
+    assert cr["metadata"]["name"] == "pipeline-queue" and cr["spec"]["replicas"] == 1
+    assert not [d for d in rendered() if d["kind"] == "StatefulSet" and d["metadata"]["name"] == "pipeline-queue"]
+
+
+def test_the_operator_holds_only_a_namespaced_role_that_the_agent_could_restore():
+    docs = rendered()
+    assert not [d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")]
+    [role] = [d for d in docs if d["kind"] == "Role" and d["metadata"]["name"] == "queue-operator"]
+    # Kubernetes refuses a Role update that grants more than the updater holds: every right the
+    # operator has must be one the agent has, or a revoked permission could not be put back
+    assert grants(role["rules"]) <= grants(app_namespace_rules())
+
+
+@pytest.mark.parametrize("problem", ["pipeline_noop_control", "pipeline_queue_cluster_scaled_to_zero",
+                                     "pipeline_cache_password_rotated"])
+def test_the_pipeline_problems_name_only_what_the_chart_renders(problem):
+    lp = load_problem_file(PROBLEMS / f"{problem}.yaml")
+    assert lp.problem.app.name == "event-pipeline"
+    check_against_chart(lp, RenderedChart.of("event-pipeline"))

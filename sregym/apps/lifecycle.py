@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import urllib3
+import yaml
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, Field
 
@@ -260,6 +261,34 @@ def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                         seconds=time.monotonic() - started)
 
 
+CUSTOM_RESOURCE_DELETE_S = 90.0
+
+
+def chart_custom_resources(spec: AppSpec) -> list[str]:
+    """``<plural>.<group>`` of each CustomResourceDefinition the app's chart ships (``crds/``)."""
+    found = []
+    for path in sorted((Path(spec.chart) / "crds").glob("*.y*ml")):
+        for doc in yaml.safe_load_all(path.read_text()):
+            if isinstance(doc, dict) and doc.get("kind") == "CustomResourceDefinition":
+                body = doc.get("spec") or {}
+                found.append(f"{body['names']['plural']}.{body['group']}")
+    return found
+
+
+def delete_custom_resources(cluster: ClusterHandle, spec: AppSpec, namespace: str, *, timeout: float) -> None:
+    """Delete the app's custom resources and wait until they are gone, while their controller still
+    runs: an operator's finalizer (kopf puts one on every object it runs a timer for) is removed
+    only by the operator, so uninstalling both at once leaves the objects, and with them the
+    namespace, terminating for ever."""
+    for resource in chart_custom_resources(spec):
+        proc = cluster.kube.kubectl("delete", resource, "--all", "-n", namespace, "--ignore-not-found", "--wait=true",
+                                    f"--timeout={timeout:.0f}s", check=False, timeout=timeout + 30)
+        if proc.returncode != 0 and "the server doesn't have a resource type" not in proc.stderr:
+            raise ClusterError(f"cannot delete the {resource} objects of {namespace}: {proc.stderr.strip()[-300:]}",
+                               hint=f"kubectl -n {namespace} get {resource} -o yaml (look at metadata.finalizers: "
+                                    "its controller must be running to remove them)")
+
+
 def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None, *,
            purge_data: bool = False, timeout: float = 180) -> bool:
     """Uninstall the app and remove its namespace (claims included). With ``purge_data``, also the
@@ -267,6 +296,7 @@ def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
     Returns False when nothing was installed."""
     spec = _spec(app)
     ns = namespace or spec.namespace
+    delete_custom_resources(cluster, spec, ns, timeout=min(timeout, CUSTOM_RESOURCE_DELETE_S))
     existed = release.uninstall(cluster, spec.name, ns)
     if spec.workload:  # helm removes it with the release; a half-removed release may leave it behind
         cluster.kube.kubectl("delete", "deployment,service,networkpolicy", "-n", loadgen_namespace(), "-l", f"target-namespace={ns}",

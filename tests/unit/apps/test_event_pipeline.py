@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes.client.exceptions import ApiException
 
 from sregym.apps import load_app
 from sregym.cluster.agent_access import OPERATOR_GROUP, OPERATOR_RESOURCES, app_namespace_rules
@@ -52,3 +53,37 @@ def test_the_pipeline_problems_name_only_what_the_chart_renders(problem):
     lp = load_problem_file(PROBLEMS / f"{problem}.yaml")
     assert lp.problem.app.name == "event-pipeline"
     check_against_chart(lp, RenderedChart.of("event-pipeline"))
+
+
+def test_deleting_the_app_removes_its_custom_resources_first_while_the_operator_runs(monkeypatch):
+    """kopf keeps a finalizer on every QueueCluster it runs a timer for, and only the operator
+    removes it: uninstalling the operator and the object together left both the object and the
+    namespace terminating for ever (seen live). The objects go first, and are waited for."""
+    from sregym.apps import lifecycle, load_app
+
+    spec = load_app("event-pipeline")
+    assert lifecycle.chart_custom_resources(spec) == ["queueclusters.pipeline.sregym.io"]
+    assert lifecycle.chart_custom_resources(load_app("online-shop")) == []
+    order: list[str] = []
+
+    class Kube:
+        def kubectl(self, *args, **kw):
+            order.append(" ".join(args[:2]))
+            return type("P", (), {"returncode": 0, "stdout": "", "stderr": ""})()
+
+    class Core:  # the namespace is gone at once
+        def delete_namespace(self, ns):
+            order.append(f"delete namespace {ns}")
+
+        def read_namespace(self, ns):
+            raise ApiException(status=404)
+
+    Kube.core = Core()
+
+    class Cluster:
+        kube, data_dir = Kube(), None
+
+    monkeypatch.setattr(lifecycle.release, "uninstall", lambda cluster, name, ns: order.append("uninstall") or False)
+    lifecycle.delete(Cluster(), "event-pipeline", timeout=1)
+    assert order[:2] == ["delete queueclusters.pipeline.sregym.io", "uninstall"]
+    assert order[-1] == "delete namespace event-pipeline"

@@ -162,10 +162,14 @@ def test_validate_proves_the_problem(cluster, state):
 
 def test_seeded_noise_runs_before_the_page_and_is_recovered(cluster, tmp_path, state):
     out = tmp_path / "runs"
-    args = run_args(cluster, out)
+    # an agent that looks for 10 s: noise due after an agent submitted is never played, and the
+    # agent phase now starts at the page (its sandbox opened alongside the injection), so the noop
+    # agent would end the run before the first window's events are due
+    args = run_args(cluster, out, agent="command")
     args[args.index(PROBLEM)] = f"{PROBLEM}_noisy"
     args[args.index("off")] = "on"
-    proc = subprocess.run(args, env=state, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(args, env={**state, "SREGYM_AGENT_COMMAND": "sleep 10"}, capture_output=True, text=True,
+                          timeout=900)
     assert proc.returncode == 0, proc.stderr
     record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
     # The page comes at 8 s (the fault's start); noise windows start there, as background trouble

@@ -9,6 +9,7 @@ pod's netns instead and the record names that mechanism.
 from __future__ import annotations
 
 import shlex
+import time
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +22,7 @@ CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
            "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")
 POLICY = Mechanism("networkpolicy", "an egress NetworkPolicy on the target's pods that leaves out the dependency",
                    ("network_policy_enforcement",))
+RECOVER_WAIT_S = 30.0
 IPTABLES = Mechanism("iptables-egress-drop", "drop the target pod's packets to the dependency in its netns "
                      "(where NetworkPolicy is not enforced)", ("iptables", "nsenter"))
 
@@ -85,16 +87,24 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
 
     def verify(self, state: PolicyDenyState) -> Verification:
         if state.policy is not None:  # observed: a connection from the pod to the dependency no longer opens
-            ip, port = state.probe
-            out = self.in_netns(state, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or ""
-            return Verification(out.strip() == "blocked", f"connection to {self.params.dependency}: {out.strip()}")
+            out = self._connects(state)
+            return Verification(out == "blocked", f"connection to {self.params.dependency}: {out}")
         if self.chain_counters(state) == 0:
             self.probe_traffic(state, state.rules[0].split()[1], 80, tries=2)
         return self.counted(state, f"packets to {self.params.dependency} dropped")
+
+    def _connects(self, state: PolicyDenyState) -> str:
+        ip, port = state.probe
+        return (self.in_netns(state, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or "").strip()
 
     def recover(self, state: PolicyDenyState) -> None:
         if state.policy is not None:
             m = state.policy["metadata"]
             delete_object(self.ctx.kube, "NetworkPolicy", m["name"], m["namespace"])
+            # the policy engine takes the rules off a moment after the object goes: recovered means
+            # the dependency answers again, observed as verify observed it cut (a gone pod answers "")
+            deadline = time.monotonic() + RECOVER_WAIT_S
+            while self._connects(state) == "blocked" and time.monotonic() < deadline:
+                time.sleep(1)
         else:
             self.in_netns(state, unchain_script(state.chain, ["OUTPUT"]), check=False)

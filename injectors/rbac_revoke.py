@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from kubernetes import client
 from pydantic import BaseModel, ConfigDict, Field
 
 from sregym.injectors import (UserInputError, Verification, WorkloadEdit, WorkloadEditState, edit, injector,
@@ -62,11 +61,7 @@ class RbacRevoke(WorkloadEdit[RbacParams]):
 
     def verify(self, state: RbacState) -> Verification:
         ns = state.workload[1]
-        review = client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
-            user=f"system:serviceaccount:{ns}:{state.service_account}",
-            groups=["system:serviceaccounts", f"system:serviceaccounts:{ns}", "system:authenticated"],
-            resource_attributes=client.V1ResourceAttributes(
-                namespace=ns, verb=self.params.verb, resource=self.params.resource, group=self.params.api_group)))
-        allowed = self.ctx.kube.authz.create_subject_access_review(review).status.allowed
+        allowed = self.ctx.kube.can(ns, state.service_account, self.params.verb, self.params.resource,
+                                    self.params.api_group)
         return Verification(not allowed, f"the API server {'allows' if allowed else 'denies'} "
                             f"{self.params.verb} {self.params.resource} to {state.service_account}")

@@ -65,6 +65,22 @@ class Kube:
     def authz(self) -> client.AuthorizationV1Api:
         return client.AuthorizationV1Api(self.api_client)
 
+    def can(self, namespace: str, service_account: str, verb: str, resource: str, group: str = "",
+            name: str | None = None) -> bool:
+        """Whether the API server lets ``service_account`` (of ``namespace``) ``verb`` ``resource`` there:
+        a SubjectAccessReview with the groups every service account token carries, so a grant through
+        any Role, ClusterRole or group binding counts, as it does for the workload's own requests."""
+        review = client.V1SubjectAccessReview(spec=client.V1SubjectAccessReviewSpec(
+            user=f"system:serviceaccount:{namespace}:{service_account}",
+            groups=["system:serviceaccounts", f"system:serviceaccounts:{namespace}", "system:authenticated"],
+            resource_attributes=client.V1ResourceAttributes(namespace=namespace, verb=verb, resource=resource,
+                                                            group=group, name=name)))
+        try:
+            return bool(self.authz.create_subject_access_review(review).status.allowed)
+        except ApiException as e:
+            raise ClusterError(f"cannot ask the API server whether {service_account} may {verb} {resource}: "
+                               f"{e.status} {e.reason}") from None
+
     def server_version(self) -> str:
         try:
             return client.VersionApi(self.api_client).get_code().git_version

@@ -40,16 +40,21 @@ def _kind(word: str) -> str:
 class RenderedChart:
     """The objects of one app's chart, by (kind, name), as ``helm template`` renders them."""
 
-    def __init__(self, docs: list[dict[str, Any]], app: str, namespace: str) -> None:
+    def __init__(self, docs: list[dict[str, Any]], app: str, namespace: str,
+                 declared: Sequence[tuple[str, str]] = ()) -> None:
         self.app, self.namespace = app, namespace
         self.objects = {(_kind(d["kind"]), d["metadata"]["name"]): d for d in docs if d and d.get("kind")}
+        # workloads the app's sregym.yaml declares that the chart does not render: an operator makes
+        # them at run time (event-pipeline's queue), so only their kind and name can be checked
+        self.operated = {(_kind(k), n) for k, n in declared} - set(self.objects)
 
     @classmethod
     def of(cls, app: str, charts_dirs: Sequence[Path] = ()) -> RenderedChart:
         """Extra chart folders first, then the repository's (as the app driver looks them up)."""
         spec = load_app(app, [*map(Path, charts_dirs), charts_root(), charts_root() / "public"])
         rendered = template(spec.chart, spec.namespace, {"images": image_values(spec)})
-        return cls([d for d in yaml.safe_load_all(rendered) if d], app, spec.namespace)
+        declared = [(w.kind, w.name) for w in [*spec.services, *spec.datastores]]
+        return cls([d for d in yaml.safe_load_all(rendered) if d], app, spec.namespace, declared)
 
     def get(self, kind: str | None, name: str) -> dict[str, Any] | None:
         kinds = [_kind(kind)] if kind else WORKLOAD_KINDS
@@ -57,7 +62,11 @@ class RenderedChart:
 
     def names(self, kind: str | None) -> list[str]:
         kinds = [_kind(kind)] if kind else WORKLOAD_KINDS
-        return sorted(n for k, n in self.objects if k in kinds)
+        return sorted(n for k, n in [*self.objects, *self.operated] if k in kinds)
+
+    def is_operated(self, kind: str | None, name: str) -> bool:
+        kinds = [_kind(kind)] if kind else WORKLOAD_KINDS
+        return any((k, name) in self.operated for k in kinds)
 
 
 def _containers(obj: dict[str, Any]) -> list[str]:
@@ -69,9 +78,11 @@ def check_against_chart(lp: LoadedProblem, chart: RenderedChart) -> None:
     """Raise ``ProblemFileError`` at the first object, container or field the chart does not have."""
     p, src = lp.problem, lp.source
 
-    def need(loc: tuple, kind: str | None, name: str, container: str | None = None) -> dict[str, Any]:
+    def need(loc: tuple, kind: str | None, name: str, container: str | None = None) -> dict[str, Any] | None:
         obj = chart.get(kind, name)
         what = kind or "workload"
+        if obj is None and container is None and chart.is_operated(kind, name):
+            return None  # made by the app's operator: nothing rendered to check further
         if obj is None:
             known = chart.names(kind)
             raise src.error(loc, f"{p.app.name}'s chart has no {what} {name!r}",
@@ -96,9 +107,12 @@ def check_against_chart(lp: LoadedProblem, chart: RenderedChart) -> None:
             continue  # an object outside the app (the load generator's namespace): not in this chart
         for k, name in enumerate(params.get("workloads") or []):
             need((*loc, "workloads", k), None, name)
+        if isinstance(params.get("workload"), str):
+            need((*loc, "workload"), params.get("kind") if isinstance(params.get("kind"), str) else None,
+                 params["workload"])
         if isinstance(params.get("kind"), str) and isinstance(params.get("name"), str):
             obj = need((*loc, "name"), params["kind"], params["name"])
-            if isinstance(params.get("field"), str) and isinstance(params.get("expect"), dict):
+            if obj is not None and isinstance(params.get("field"), str) and isinstance(params.get("expect"), dict):
                 _field_holds(src.error, (*loc, "field"), obj, params["field"], Condition.model_validate(params["expect"]))
 
 

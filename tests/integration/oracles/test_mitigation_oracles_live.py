@@ -190,6 +190,33 @@ def test_network_policy_denying_the_client_fails_and_passes_once_removed(kube, n
 
 # -- workload health ----------------------------------------------------------------------------
 
+def test_workload_may_follows_the_api_servers_answer_not_the_symptom(kube, ns, pause_image):
+    """A controller that lost `patch statefulsets`: the oracle fails until the workload's own account
+    may act again. Moving the workload to an account without the right, or removing it, fails too
+    (removing the controller is not repairing it); any real grant (here a second Role) passes."""
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "ctrl"},
+            "rules": [{"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get", "patch"]}]}
+    binding = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "ctrl"},
+               "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "ctrl"},
+               "subjects": [{"kind": "ServiceAccount", "name": "ctrl", "namespace": ns}]}
+    apply(kube, ns, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "ctrl"}}, role, binding,
+          deployment("ctrl", pause_image, extra_spec={"serviceAccountName": "ctrl"}))
+    params = {"workload": "ctrl", "verb": "patch", "resource": "statefulsets", "api_group": "apps", **WINDOW}
+    assert check(kube, ns, "workload_may", params).passed
+    apply(kube, ns, {**role, "rules": [{"apiGroups": ["apps"], "resources": ["statefulsets"], "verbs": ["get"]}]})
+    lost = wait_for(lambda: None if (r := check(kube, ns, "workload_may", params)).passed else r)
+    assert "denies patch statefulsets.apps to ServiceAccount" in lost.message
+    kube.kubectl("patch", "deployment", "ctrl", "-n", ns, "-p", '{"spec":{"template":{"spec":{"serviceAccountName":"default"}}}}')
+    assert not check(kube, ns, "workload_may", params).passed
+    kube.kubectl("patch", "deployment", "ctrl", "-n", ns, "-p", '{"spec":{"template":{"spec":{"serviceAccountName":"ctrl"}}}}')
+    apply(kube, ns, {**role, "metadata": {"name": "ctrl-fix"}},
+          {**binding, "metadata": {"name": "ctrl-fix"}, "roleRef": {**binding["roleRef"], "name": "ctrl-fix"}})
+    wait_for(lambda: check(kube, ns, "workload_may", params).passed)
+    kube.kubectl("delete", "deployment", "ctrl", "-n", ns)
+    gone = check(kube, ns, "workload_may", params)
+    assert not gone.passed and "does not exist" in gone.message
+
+
 def test_workload_health_passes_when_healthy_and_fails_when_scaled_to_zero(kube, ns, pause_image):
     apply(kube, ns, deployment("web", pause_image, replicas=2))
     rollout(kube, ns, "web")

@@ -4,6 +4,7 @@ rights it holds itself), the operator has no rights outside its namespace."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from sregym.apps import load_app
 from sregym.cluster.agent_access import OPERATOR_GROUP, OPERATOR_RESOURCES, app_namespace_rules
 from sregym.cluster.charts import template
 from sregym.conductor.chart_checks import RenderedChart, check_against_chart
+from sregym.core.errors import ProblemFileError
 from sregym.core.loader import load_problem_file
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
@@ -48,11 +50,26 @@ def test_the_operator_holds_only_a_namespaced_role_that_the_agent_could_restore(
 
 
 @pytest.mark.parametrize("problem", ["pipeline_noop_control", "pipeline_queue_cluster_scaled_to_zero",
-                                     "pipeline_cache_password_rotated"])
+                                     "pipeline_cache_password_rotated", "pipeline_operator_lost_rbac"])
 def test_the_pipeline_problems_name_only_what_the_chart_renders(problem):
     lp = load_problem_file(PROBLEMS / f"{problem}.yaml")
     assert lp.problem.app.name == "event-pipeline"
     check_against_chart(lp, RenderedChart.of("event-pipeline"))
+
+
+def test_a_workload_the_operator_makes_is_known_by_name_and_kind_only():
+    """pipeline-queue is declared in sregym.yaml and made by the operator: a fault may target it by
+    kind and name, but a misspelled name, another kind or a container on it is still refused."""
+    chart = RenderedChart.of("event-pipeline")
+    assert chart.get("StatefulSet", "pipeline-queue") is None and chart.is_operated("StatefulSet", "pipeline-queue")
+    lp = load_problem_file(PROBLEMS / "pipeline_operator_lost_rbac.yaml")
+    check_against_chart(lp, chart)
+    for change, field in [({"name": "pipeline-queu"}, "name"), ({"kind": "Deployment"}, "name"),
+                          ({"container": "nats"}, "name")]:
+        bad = lp.problem.model_copy(deep=True)
+        bad.faults[1].target = bad.faults[1].target.model_copy(update=change)
+        with pytest.raises(ProblemFileError, match="chart has no"):
+            check_against_chart(dataclasses.replace(lp, problem=bad), chart)
 
 
 def test_deleting_the_app_removes_its_custom_resources_first_while_the_operator_runs(monkeypatch):

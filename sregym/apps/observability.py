@@ -188,21 +188,19 @@ def for_pods(cluster: ClusterHandle, url: str | None) -> str | None:
     """``url`` as a pod of the cluster reaches it: a port-forward of this process (on this host's
     loopback) becomes its Service's ClusterIP address, any other URL stays as it is. The sandboxed
     tool server is handed this, never a forward, which is this host's alone."""
-    if not is_port_forward(url):
+    forward = next((f for f in list(_forwards.values()) if url and f.port and f.url == url.rstrip("/")), None)
+    if forward is None:
         return url
-    assert url is not None
-    name = next(n for f in list(_forwards.values()) if f.url == url.rstrip("/")
-                for n, (service, _) in SERVICES.items() if service == f.service)
-    service, port = SERVICES[name]
-    ip = cluster.kube.core.read_namespaced_service(service, OBSERVABILITY_NAMESPACE).spec.cluster_ip
-    return f"http://{ip}:{port}"
+    ip = cluster.kube.core.read_namespaced_service(forward.service, OBSERVABILITY_NAMESPACE).spec.cluster_ip
+    return f"http://{ip}:{forward.service_port}"
 
 
 def endpoints(cluster: ClusterHandle) -> dict[str, str]:
     """URLs reachable from here: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
     ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from here). From the
     cluster's only node (this host, or a pod in its network) the NodePorts; from any other pod
-    (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services."""
+    (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services; from any other host this
+    process's own port-forwards (:func:`reach`)."""
     found = {name: os.environ.get(env) for name, env in _HOST_ENV.items()}
     missing = [name for name, url in found.items() if not url]
     how = reach(cluster) if missing else None
@@ -327,7 +325,7 @@ def wait_ready(cluster: ClusterHandle, *, timeout: float = 300) -> None:
             return
         time.sleep(3)
     hint = f"kubectl -n {OBSERVABILITY_NAMESPACE} get pods; if an image is missing, run `sregym images build`"
-    if any(forward.alive() for forward in list(_forwards.values())):
+    if _forwards:
         hint += ("; this host reaches the stack through its own port-forwards (it is not the cluster's only node): "
                  "check that `kubectl port-forward` works with this kubeconfig, or set SREGYM_PROMETHEUS_URL, "
                  "SREGYM_TRACES_URL and SREGYM_LOGS_URL")

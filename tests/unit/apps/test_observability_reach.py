@@ -139,3 +139,28 @@ def test_the_agent_session_hands_the_tool_server_only_pod_addresses():
     source = inspect.getsource(agent.agent_session)
     assert "for_pods(cluster, app.traces_url)" in source and "for_pods(cluster, app.logs_url)" in source
     assert "traces_url=app.traces_url" not in source and "logs_url=app.logs_url" not in source
+
+
+def test_readiness_reopens_a_silent_forward_and_reports_one_that_cannot_start(workstation, monkeypatch):
+    """A forward to a pod that a rollout replaced stops answering: the readiness check stops it, so
+    its next round opens it anew (to a live pod); a forward that cannot start yet (no pod running)
+    is one more reason to wait, not a traceback."""
+    from sregym.core.errors import ClusterError
+
+    monkeypatch.setattr(observability, "_workloads_ready", lambda cluster: [])
+    monkeypatch.setattr(observability, "_answers", lambda url: not url.endswith("/-/ready"))
+    problems = observability.problems(workstation.cluster)
+    assert len(problems) == 1 and problems[0].startswith("prometheus does not answer at http://127.0.0.1:")
+    prometheus = next(f for f in FakeForward.started if f.service == "prometheus")
+    assert not prometheus.alive()
+    monkeypatch.setattr(observability, "_answers", lambda url: True)
+    assert observability.problems(workstation.cluster) == []
+    assert prometheus.alive()
+
+    def refuse(self):
+        raise ClusterError("kubectl port-forward to svc/prometheus did not start: pod is not running")
+
+    prometheus.running = False
+    monkeypatch.setattr(FakeForward, "start", refuse)
+    assert observability.problems(workstation.cluster) == [
+        "kubectl port-forward to svc/prometheus did not start: pod is not running"]

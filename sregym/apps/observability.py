@@ -14,14 +14,20 @@ server and a conductor's pod (its namespace and its pod both carry
 :data:`sregym.cluster.in_cluster.CONDUCTOR_LABELS`); OTLP ingest stays open; the node always may.
 Every conductor installs them, wherever it runs: the install values do not depend on who deploys,
 so no conductor reinstalls the stack with another fence than the one it has.
-Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (e.g. a port-forward
-to an existing cluster).
+A conductor on a host that is not the cluster's only node (a workstation driving kind or a lab
+cluster) is neither: it opens ``kubectl port-forward`` to the Services on its own loopback for as
+long as it runs (:func:`forwarded_urls`), and stops them by PID when it exits.
+Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (then no forward
+is opened for it).
 """
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
+import sys
+import threading
 import time
 import urllib.request
 from typing import Any
@@ -34,6 +40,7 @@ from sregym.apps import release
 from sregym.cluster import in_cluster
 from sregym.cluster.agent_proxy import node_address_on_this_host
 from sregym.cluster.handle import ClusterHandle
+from sregym.cluster.port_forward import PortForward
 from sregym.core.constants import HIDDEN_NAMESPACE, OBSERVABILITY_NAMESPACE
 from sregym.core.errors import ClusterError, UnknownNameError
 from sregym.core.promql import OBSERVABILITY_CHART
@@ -49,6 +56,9 @@ _ENV = {"prometheus": "SREGYM_PROMETHEUS_URL", "traces": "SREGYM_TRACES_URL", "l
 _HOST_ENV = {**_ENV, "otlp": "SREGYM_OTLP_URL"}
 # where each endpoint answers when it is up
 _HEALTH = {"prometheus": "/-/ready", "traces": "/api/services", "logs": "/healthz"}
+# the Service and port behind each endpoint, as a pod (or a port-forward) reaches it
+SERVICES = {"prometheus": ("prometheus", 9090), "traces": ("jaeger-query", 16686), "logs": ("log-query", 8080),
+            "otlp": ("jaeger-collector", 4318)}
 IN_POD_ADMISSION_S = 60  # how long a conductor in a pod waits for the fence to admit it before reinstalling
 
 
@@ -70,7 +80,7 @@ def conductor_is_the_node(cluster: ClusterHandle) -> bool:
     from the pod's own node, which NetworkPolicy engines always admit. With several nodes, NodePort
     traffic is masqueraded to the address of the node that took it, which the fence refuses as it
     refuses a pod's connection through another node; such a conductor reaches the stack through
-    port-forwards (SREGYM_*_URL) or runs in the cluster (docs/lab.md)."""
+    port-forwards of its own (:func:`reach`) or runs in the cluster (docs/lab.md)."""
     return len(cluster.kube.core.list_node().items) == 1 and node_address_on_this_host(cluster.kube) is not None
 
 
@@ -110,21 +120,96 @@ def node_address(cluster: ClusterHandle) -> str:
 def service_urls() -> dict[str, str]:
     """Where a pod reaches each endpoint: the Services' cluster DNS names (the address the fence
     judges is the pod's own, on one node or many; a NodePort through another node is masqueraded)."""
-    ns = OBSERVABILITY_NAMESPACE
-    return {"prometheus": f"http://prometheus.{ns}.svc:9090", "traces": f"http://jaeger-query.{ns}.svc:16686",
-            "logs": f"http://log-query.{ns}.svc:8080", "otlp": f"http://jaeger-collector.{ns}.svc:4318"}
+    return {name: f"http://{service}.{OBSERVABILITY_NAMESPACE}.svc:{port}" for name, (service, port) in SERVICES.items()}
+
+
+def reach(cluster: ClusterHandle) -> str:
+    """How this process reaches the endpoints no SREGYM_*_URL names: ``services`` (a conductor in a
+    pod off the node: cluster DNS), ``node`` (the cluster's only node, or a pod in its network: the
+    NodePorts) or ``port-forwards`` (any other host: the fence admits neither its NodePort traffic,
+    masqueraded to a node's address, nor the host itself, so it goes through the API server)."""
+    if conductor_is_the_node(cluster):
+        return "node"
+    return "services" if in_cluster.pod_namespace() is not None else "port-forwards"
+
+
+# -- this process's port-forwards, one per endpoint, opened on first use and stopped at exit
+_forwards: dict[tuple[str, str | None, str], PortForward] = {}
+_forwards_lock = threading.Lock()
+
+
+def forwarded_urls(cluster: ClusterHandle, names: list[str]) -> dict[str, str]:
+    """URLs on 127.0.0.1 of port-forwards to the stack's Services, opened on first use (and opened
+    again when kubectl has exited, e.g. its pod was replaced: on the same port when it is free),
+    stopped when this process exits (:func:`close_port_forwards`). Says on stderr what it opened."""
+    opened: list[PortForward] = []
+    with _forwards_lock:
+        if not _forwards:
+            atexit.register(close_port_forwards)
+        urls = {}
+        for name in names:
+            key = (str(cluster.kubeconfig), cluster.context, name)
+            forward = _forwards.get(key)
+            if forward is None:
+                forward = _forwards[key] = PortForward(cluster, OBSERVABILITY_NAMESPACE, *SERVICES[name])
+            if not forward.alive():
+                forward.start()
+                opened.append(forward)
+            urls[name] = forward.url
+    if opened:
+        listed = ", ".join(f"svc/{f.service}:{f.service_port} at {f.url} (pid {f.pid})" for f in opened)
+        print(f"sregym: this host is not the cluster's node, so it reaches the observability stack through "
+              f"port-forwards of its own, stopped when it exits: {listed}", file=sys.stderr, flush=True)
+    return urls
+
+
+def is_port_forward(url: str | None) -> bool:
+    """True when ``url`` is one of this process's port-forwards (an address only this host reaches)."""
+    return url is not None and any(f.url == url.rstrip("/") for f in list(_forwards.values()) if f.port)
+
+
+def _stop_forward(url: str) -> None:
+    with _forwards_lock:
+        for forward in _forwards.values():
+            if forward.port and forward.url == url.rstrip("/"):
+                forward.stop()
+
+
+def close_port_forwards() -> None:
+    """Stop every port-forward this process opened, by PID."""
+    with _forwards_lock:
+        forwards = list(_forwards.values())
+        _forwards.clear()
+    for forward in forwards:
+        forward.stop()
+
+
+def for_pods(cluster: ClusterHandle, url: str | None) -> str | None:
+    """``url`` as a pod of the cluster reaches it: a port-forward of this process (on this host's
+    loopback) becomes its Service's ClusterIP address, any other URL stays as it is. The sandboxed
+    tool server is handed this, never a forward, which is this host's alone."""
+    forward = next((f for f in list(_forwards.values()) if url and f.port and f.url == url.rstrip("/")), None)
+    if forward is None:
+        return url
+    ip = cluster.kube.core.read_namespaced_service(forward.service, OBSERVABILITY_NAMESPACE).spec.cluster_ip
+    return f"http://{ip}:{forward.service_port}"
 
 
 def endpoints(cluster: ClusterHandle) -> dict[str, str]:
     """URLs reachable from here: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
     ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from here). From the
     cluster's only node (this host, or a pod in its network) the NodePorts; from any other pod
-    (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services."""
+    (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services; from any other host this
+    process's own port-forwards (:func:`reach`)."""
     found = {name: os.environ.get(env) for name, env in _HOST_ENV.items()}
-    if all(found.values()):
+    missing = [name for name, url in found.items() if not url]
+    how = reach(cluster) if missing else None
+    if how is None:
         base = {}
-    elif in_cluster.pod_namespace() is not None and not conductor_is_the_node(cluster):
+    elif how == "services":
         base = service_urls()
+    elif how == "port-forwards":
+        base = forwarded_urls(cluster, missing)
     else:  # this host, or a pod in its network (hostNetwork on the local cluster): the sandbox's rules want addresses
         host, ports = node_address(cluster), node_ports()
         base = {name: f"http://{host}:{port}" for name, port in ports.items()}
@@ -183,9 +268,14 @@ def problems(cluster: ClusterHandle) -> list[str]:
     found = _workloads_ready(cluster)
     if found:
         return found
-    urls = endpoints(cluster)
-    return [f"{name} does not answer at {urls[name]}{path}" for name, path in _HEALTH.items()
-            if not _answers(urls[name] + path)]
+    try:
+        urls = endpoints(cluster)
+    except ClusterError as e:  # a port-forward that did not start (its pod not running yet)
+        return [e.message]
+    silent = [name for name, path in _HEALTH.items() if not _answers(urls[name] + path)]
+    for name in silent:  # a forward to a pod that is going away: the next check opens it anew
+        _stop_forward(urls[name])
+    return [f"{name} does not answer at {urls[name]}{_HEALTH[name]}" for name in silent]
 
 
 def observability_ready(cluster: ClusterHandle) -> bool:
@@ -235,10 +325,8 @@ def wait_ready(cluster: ClusterHandle, *, timeout: float = 300) -> None:
             return
         time.sleep(3)
     hint = f"kubectl -n {OBSERVABILITY_NAMESPACE} get pods; if an image is missing, run `sregym images build`"
-    if in_cluster.pod_namespace() is None and not all(os.environ.get(env) for env in _ENV.values()) \
-            and not conductor_is_the_node(cluster):
-        hint += ("; the stack's NetworkPolicies admit only the node and conductor pods, so from a host that is "
-                 "not the cluster's only node set SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL and SREGYM_LOGS_URL "
-                 f"to port-forwards (kubectl -n {OBSERVABILITY_NAMESPACE} port-forward svc/prometheus 9090 ...) "
-                 "or run the suite in the cluster (docs/lab.md)")
+    if _forwards:
+        hint += ("; this host reaches the stack through its own port-forwards (it is not the cluster's only node): "
+                 "check that `kubectl port-forward` works with this kubeconfig, or set SREGYM_PROMETHEUS_URL, "
+                 "SREGYM_TRACES_URL and SREGYM_LOGS_URL")
     raise ClusterError(f"the observability stack is not ready after {timeout:.0f}s: {'; '.join(left)}", hint=hint)

@@ -12,7 +12,7 @@ import anyio
 import anyio.to_thread
 
 from sregym.cluster.handle import ClusterHandle
-from sregym.apps import DeployedApp
+from sregym.apps import DeployedApp, observability
 from sregym.conductor.oracle_agent import OracleAgent
 from sregym.core.problem import Budgets
 from sregym.core.errors import UnknownNameError, UserInputError
@@ -136,9 +136,12 @@ async def agent_session(*, agent: str, runner: Any, cluster: ClusterHandle, app:
             # their own, reaching only the proxy (sregym.agentplane.sandbox)
             sandbox = Sandbox(cluster.kube, proxy.kubeconfig.read_text(),
                               model_egress=list(getattr(runner, "egress", [])), on_namespace=on_sandbox)
+            # the tool server is a pod: a port-forward of this host is handed on as its Service's address
+            traces_url, logs_url = await anyio.to_thread.run_sync(
+                lambda: (observability.for_pods(cluster, app.traces_url), observability.for_pods(cluster, app.logs_url)))
             async with AgentPlane(proxy.kubeconfig, app.namespace, plane_budgets,
                                   prometheus_url=metrics.url if metrics else None,
-                                  traces_url=app.traces_url, logs_url=app.logs_url, sandbox=sandbox,
+                                  traces_url=traces_url, logs_url=logs_url, sandbox=sandbox,
                                   on_tool_call=on_tool_call) as plane:
                 if plane.server_pid:
                     on_server(plane.server_pid, "sregym.agentplane.server")

@@ -136,3 +136,36 @@ def test_log_query_finds_a_line_a_pod_printed(stack, workload_ns):
     found = eventually(lambda: get_json(url)["lines"], 120)
     assert found and found[0]["pod"] == "metrics-pod" and found[0]["container"] == "app"
     assert token in found[0]["line"]
+
+
+def test_a_conductor_off_the_node_reaches_the_stack_through_port_forwards_it_stops(cluster, stack, monkeypatch):
+    """A workstation driving kind or a lab cluster is not the node, so the fence refuses its NodePort
+    traffic: sregym opens kubectl port-forwards on loopback (a forward is dialled inside the pod's
+    own network, where no policy applies), and each endpoint answers through them with the fence on.
+    Here the local cluster stands in for such a cluster by saying this host is not its node."""
+    import os
+
+    for env in ("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL", "SREGYM_LOGS_URL", "SREGYM_OTLP_URL"):
+        monkeypatch.delenv(env, raising=False)
+    monkeypatch.setattr(observability, "conductor_is_the_node", lambda c: False)
+    assert observability.reach(cluster) == "port-forwards"
+    policies = {p.metadata.name for p in cluster.kube.networking.list_namespaced_network_policy(
+        observability.OBSERVABILITY_NAMESPACE).items}
+    assert {"prometheus", "trace-store", "log-query"} <= policies
+    try:
+        urls = observability.endpoints(cluster)
+        pids = [f.pid for f in observability._forwards.values()]
+        assert len(pids) == 4 and all(os.path.exists(f"/proc/{pid}") for pid in pids)
+        for name in ("prometheus", "traces", "logs"):
+            assert urls[name].startswith("http://127.0.0.1:") and urls[name] != stack[name]
+        assert observability.problems(cluster) == []  # every health path answers through a forward
+        assert prom_query(urls["prometheus"], "up")
+        assert isinstance(get_json(urls["traces"] + "/api/services")["data"], list)
+        logs = f"{urls['logs']}/query?{urllib.parse.urlencode({'namespace': 'observability', 'since': '10m'})}"
+        assert "lines" in get_json(logs)
+        # the sandboxed tool server would be handed the Service's address, not this host's forward
+        query = cluster.kube.core.read_namespaced_service("jaeger-query", observability.OBSERVABILITY_NAMESPACE)
+        assert observability.for_pods(cluster, urls["traces"]) == f"http://{query.spec.cluster_ip}:16686"
+    finally:
+        observability.close_port_forwards()
+    assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)

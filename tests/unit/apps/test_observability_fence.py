@@ -292,7 +292,7 @@ def cluster_with_nodes(*addresses: str) -> Any:
 def test_the_nodeports_answer_through_the_fence_only_where_the_conductor_is_the_only_node():
     """Only there does every connection of the host reach a pod from the pod's own node, which the
     policy engine always admits; elsewhere NodePort traffic arrives from another address, and the
-    conductor is told to use port-forwards or run in the cluster (the fence stays on)."""
+    conductor opens port-forwards of its own or runs in the cluster (the fence stays on)."""
     assert observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1"))
     assert not observability.conductor_is_the_node(cluster_with_nodes("127.0.0.1", "192.0.2.11"))
     assert not observability.conductor_is_the_node(cluster_with_nodes("192.0.2.10"))  # not this host

@@ -64,3 +64,12 @@ def test_the_agent_edits_an_operators_custom_resource_but_never_creates_or_delet
     # CRDs are cluster objects: never writable
     assert not {g for g, _, v in grants(cluster_rules() + app_namespace_rules())
                 if v not in ("get", "list", "watch")} & {"apiextensions.k8s.io"}
+
+
+def test_the_agent_may_port_forward_to_no_pod() -> None:
+    """A port-forward is dialled inside the target pod's own network, where the observability fence
+    does not apply (the conductor reaches the stack that way from a workstation): the agent must
+    not be able to open one, in its namespace or any other."""
+    for rules in (app_namespace_rules(), observability_rules(), cluster_rules()):
+        assert not {(g, r) for g, r, _ in grants(rules)} & {("", "pods/portforward"), ("", "services/proxy"),
+                                                             ("", "pods/proxy")}

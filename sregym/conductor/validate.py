@@ -94,27 +94,71 @@ def _pods(kube: Any, namespace: str) -> list[dict]:
 
 
 def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: float = 30.0) -> str:
-    """Delete every pod of ``namespace`` (as an agent that "restarts everything" would) and wait
-    until each controller-owned pod that was running has a running replacement (a faulty one may
-    never turn Ready, so readiness is not awaited), or until no replacement has started for
-    ``still`` s (a fault may keep some from ever running), at most ``timeout`` s. Returns what
-    came back."""
-    before = [p for p in _pods(kube, namespace) if p["metadata"].get("ownerReferences")
-              and (p.get("status") or {}).get("phase") == "Running"]
-    old = {p["metadata"]["uid"] for p in _pods(kube, namespace)}
-    kube.kubectl("delete", "pods", "--all", "-n", namespace, "--wait=true", timeout=timeout)
+    """Delete every pod of ``namespace`` (as an agent that "restarts everything" would), wait at
+    most ``timeout`` s until every deleted pod is gone, then until each controller-owned pod that
+    was running has a running replacement (a faulty one may never turn Ready, so readiness is not
+    awaited), or until no replacement has started for ``still`` s (a fault may keep some from ever
+    running), at most ``timeout`` s more. Returns what came back; raises :class:`PodsNotGone`
+    naming the pods still there and what holds them."""
+    pods = _pods(kube, namespace)
+    before = [p for p in pods if p["metadata"].get("ownerReferences") and (p.get("status") or {}).get("phase") == "Running"]
+    old = {p["metadata"]["uid"] for p in pods}
+    # Not kubectl's own --wait: when it ran out (twice, on shop_web_readiness_probe seed 0) it
+    # said only that it timed out, never which pod stayed or why; the loop below says both.
+    kube.kubectl("delete", "pods", "--all", "-n", namespace, "--wait=false")
     start = time.monotonic()
+    gone_at: float | None = None
     seen, changed = -1, start
     while True:
         pods = _pods(kube, namespace)
-        running = [p for p in pods if p["metadata"]["uid"] not in old and not p["metadata"].get("deletionTimestamp")
-                   and (p.get("status") or {}).get("phase") == "Running"]
         now = time.monotonic()
-        if len(running) != seen:
-            seen, changed = len(running), now
-        if len(running) >= len(before) or now - start >= timeout or now - changed >= still:
-            return f"{len(before)} running pods deleted, {len(running)} replacements running"
+        lingering = [p for p in pods if p["metadata"]["uid"] in old]
+        if lingering:
+            if now - start >= timeout:
+                raise PodsNotGone(f"{len(lingering)} of {len(old)} deleted pods still there after {timeout:.0f} s: "
+                                  + "; ".join(_why_still_there(kube, namespace, p) for p in lingering))
+        else:
+            if gone_at is None:
+                gone_at = changed = now
+            running = [p for p in pods if not p["metadata"].get("deletionTimestamp")
+                       and (p.get("status") or {}).get("phase") == "Running"]
+            if len(running) != seen:
+                seen, changed = len(running), now
+            if len(running) >= len(before) or now - gone_at >= timeout or now - changed >= still:
+                return (f"{len(before)} running pods deleted (all gone in {gone_at - start:.0f} s), "
+                        f"{len(running)} replacements running")
         time.sleep(2)
+
+
+class PodsNotGone(RuntimeError):
+    """Deleted pods still in the API after the restart step's wait."""
+
+
+def _why_still_there(kube: Any, namespace: str, pod: dict) -> str:
+    """One pod that outlived its deletion, with what can hold it: not marked for deletion, a
+    finalizer, containers the kubelet has not stopped, and its latest events."""
+    meta, status = pod["metadata"], pod.get("status") or {}
+    parts = [f"phase {status.get('phase', '?')}"]
+    if meta.get("deletionTimestamp"):
+        parts.append(f"deleting since {meta['deletionTimestamp']} (grace {meta.get('deletionGracePeriodSeconds')} s)")
+    else:
+        parts.append("not marked for deletion")
+    if meta.get("finalizers"):
+        parts.append(f"finalizers {', '.join(meta['finalizers'])}")
+    for c in (status.get("initContainerStatuses") or []) + (status.get("containerStatuses") or []):
+        state = c.get("state") or {}
+        kind = next(iter(state), "unknown")
+        reason = (state.get(kind) or {}).get("reason")
+        parts.append(f"container {c.get('name')} {kind}{' (' + reason + ')' if reason else ''}")
+    events = kube.kubectl("get", "events", "-n", namespace, "-o", "json",
+                          "--field-selector", f"involvedObject.uid={meta['uid']}", check=False)
+    try:
+        items = json.loads(events.stdout or "{}").get("items") or []
+    except ValueError:
+        items = []
+    latest = sorted(items, key=lambda e: e.get("lastTimestamp") or e.get("eventTime") or "")[-3:]
+    parts += [f"event {e.get('reason')}: {(e.get('message') or '').strip()[:160]}" for e in latest]
+    return f"{meta.get('name')} on {(pod.get('spec') or {}).get('nodeName', '?')}: {', '.join(parts)}"
 
 
 Check = Callable[[], Awaitable[tuple[bool, str]]]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -88,6 +89,26 @@ def test_a_run_with_the_noop_agent_writes_a_valid_record_and_leaves_no_fault(clu
     assert greeting(cluster) == "hello"
     assert open_journals(state) == []
     assert sandbox_namespaces(cluster) == []
+
+
+def test_the_agents_first_read_already_sees_the_fault(cluster, tmp_path, state):
+    """The sandbox opens alongside the baseline and the injection, but the agent is handed its task
+    only once the fault is in place: its very first command, a kubectl read through its own limited
+    kubeconfig, sees the rewritten key (``hello`` would mean it was let in before the fault)."""
+    out = tmp_path / "runs"
+    # the agent reads once and stops with an error, so the tail of its output lands in the run's
+    # note on stderr (a command that exits 0 counts as submitted, and its output is not kept)
+    read = "kubectl -n tiny get configmap tiny-settings -o jsonpath={.data.greeting}"
+    script = "sh -c " + shlex.quote(f'echo "first-read=$({read})"; exit 3')
+    proc = subprocess.run(run_args(cluster, out, agent="command"), env={**state, "SREGYM_AGENT_COMMAND": script},
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr
+    record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
+    assert record.trajectory.stop_reason == "error", record.trajectory
+    err = proc.stderr.replace("\n", "")
+    assert "exited with 3" in err and "first-read=goodbye" in err, proc.stderr
+    assert greeting(cluster) == "hello"
+    assert open_journals(state) == []
 
 
 def sandbox_namespaces(cluster) -> list[str]:

@@ -233,10 +233,22 @@ def restart_path() -> list[str]:
 
 
 def restart_edits(workload: dict) -> list[dict]:
-    """Edits that roll a workload's pods, like `kubectl rollout restart`."""
+    """Edits that roll a workload's pods, like `kubectl rollout restart`.
+
+    The stamp is now, but at least 2 s after the one the workload has: two faults that roll one
+    workload within the same second (a retry storm's timeout and retries) must each really roll
+    it, on inject and, through :func:`restart_undo_value` (the stamp plus 1 s), on recover. An
+    equal stamp is no change of the template, so no rollout, and pods that read only some of the
+    changed settings would keep running; an undo stamp equal to a later fault's inject stamp (1 s
+    apart) would send the workload back to that fault's ReplicaSet, which may still hold its pods."""
     before = dig(workload, restart_path())
     after = dict(before) if before != ABSENT and before else {}
-    after[RESTART_ANNOTATION] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    stamp = datetime.now(timezone.utc).replace(microsecond=0)
+    try:
+        stamp = max(stamp, datetime.fromisoformat(after[RESTART_ANNOTATION]) + timedelta(seconds=2))
+    except (KeyError, TypeError, ValueError):  # no stamp yet, or one not in ISO form: now is later
+        pass
+    after[RESTART_ANNOTATION] = stamp.isoformat(timespec="seconds")
     return [edit(workload["kind"], workload["metadata"]["namespace"], workload["metadata"]["name"],
                  restart_path(), before, after)]
 

@@ -42,6 +42,29 @@ def test_restart_keeps_other_template_annotations_and_undo_restarts_once_more():
     assert set(restart_undo_value(bare)) == {RESTART_ANNOTATION}
 
 
+def test_two_faults_rolling_one_workload_in_the_same_second_each_roll_it_on_inject_and_on_recover():
+    """Two config_value faults on one workload (a retry storm's timeout and retries) plan and inject
+    within a second. With stamps to the second, the second restart was the first one again (no
+    rollout: pods that read only the first bad value kept running) and on recover the first fault's
+    undo set what the second's had just set (no rollout: pods that read the other key still bad
+    kept it; seen live, hotel_retry_storm_after_search_stall, search ran CALL_TIMEOUT_SECONDS=0.2
+    for the whole window after recovery)."""
+    wl = {"kind": "Deployment", "metadata": {"name": "search", "namespace": "n"},
+          "spec": {"template": {"metadata": {}}}}
+    (first,) = restart_edits(wl)
+    rolled = {**wl, "spec": {"template": {"metadata": {"annotations": first["after"]}}}}
+    (second,) = restart_edits(rolled)
+    assert second["after"] != first["after"], "the second inject must roll the pods again"
+    # recover: faults in reverse order, each undo must change the template the one before left
+    assert restart_undo_value(second) != first["after"]
+    assert restart_undo_value(first) != restart_undo_value(second), "the last undo must roll the pods again"
+    # and never back onto a template an inject made: that ReplicaSet may still hold its pods (the
+    # rollout of the undo before is under way) with the bad values (seen live: db_stall seed 0, a
+    # frontend pod ran CALL_RETRIES=6 and CALL_TIMEOUT_SECONDS=0.2 for the whole window after recovery)
+    made = {e["after"][RESTART_ANNOTATION] for e in (first, second)}
+    assert not made & {restart_undo_value(e)[RESTART_ANNOTATION] for e in (first, second)}
+
+
 def test_undo_restores_settings_before_it_rolls_the_pods_that_read_them():
     wl = {"kind": "Deployment", "metadata": {"name": "rate", "namespace": "n"}, "spec": {"template": {"metadata": {}}}}
     setting = edit("ConfigMap", "n", "settings", ["data", "PORT"], "11211", "11222")

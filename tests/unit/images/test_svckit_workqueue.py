@@ -1,9 +1,12 @@
-"""The service kit's work-queue declarations: the settings a consumer and its stream read."""
+"""The service kit's work-queue declarations: the settings a consumer and its stream read, and the
+apps' queues (online-shop ORDERS) still read the env vars their charts set."""
 
+import importlib.util
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT / "images/pyservice"))  # the kit imports itself as `svckit`, as in the image
@@ -11,6 +14,14 @@ sys.path.insert(0, str(ROOT / "images/pyservice"))  # the kit imports itself as 
 from svckit import workqueue  # noqa: E402
 
 
+def _load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+SHOP = _load("shop_stores", ROOT / "charts/online-shop/images/shop/shop/stores.py")
 
 
 def consumer(prefix="WORKER", batch_default=10):
@@ -61,3 +72,32 @@ def test_only_messages_that_left_the_queue_count_towards_age():
     assert workqueue.counts_towards_age("fulfilled")
     assert workqueue.counts_towards_age("duplicate")
     assert not workqueue.counts_towards_age(workqueue.ERROR)
+
+
+def _chart_settings(app: str) -> dict:
+    return yaml.safe_load((ROOT / f"charts/{app}/values.yaml").read_text())["settings"]
+
+
+@pytest.mark.parametrize("app, queue, consumer_spec, expected", [
+    ("online-shop", SHOP.ORDERS, SHOP.FULFILMENT,
+     {"stream": "ORDERS", "subjects": ("orders.>",), "durable": "fulfilment", "subject": "orders.created",
+      "read_failure": "cannot read the order queue", "handle_failure": "order failed", "operation": "fulfil",
+      "noun": "queue"}),
+])
+def test_each_app_keeps_its_stream_consumer_log_lines_and_chart_settings(monkeypatch, app, queue, consumer_spec,
+                                                                          expected):
+    assert (queue.name, queue.subjects, queue.noun) == (expected["stream"], expected["subjects"], expected["noun"])
+    assert (consumer_spec.durable, consumer_spec.subject) == (expected["durable"], expected["subject"])
+    assert consumer_spec.subject.startswith(queue.subjects[0].removesuffix(">"))
+    assert (consumer_spec.read_failure, consumer_spec.handle_failure) == (expected["read_failure"],
+                                                                          expected["handle_failure"])
+    assert (consumer_spec.failure_dependency, consumer_spec.failure_operation) == ("postgres", expected["operation"])
+    # every setting the kit reads for this app is one its chart sets, and the chart's value is what is read
+    settings = _chart_settings(app)
+    prefix = consumer_spec.settings_prefix
+    for name in (queue.max_age_setting, f"{prefix}_BATCH", f"{prefix}_ACK_WAIT_SECONDS",
+                 f"{prefix}_RETRY_DELAY_SECONDS"):
+        assert name in settings, f"{app}'s chart does not set {name}"
+        monkeypatch.setenv(name, str(settings[name]))
+    assert consumer_spec.batch() == int(settings[f"{prefix}_BATCH"])
+    assert queue.max_age() == float(settings[queue.max_age_setting])

@@ -1,5 +1,5 @@
 """The service kit's work-queue declarations: the settings a consumer and its stream read, and the
-apps' queues (online-shop ORDERS) still read the env vars their charts set."""
+two apps' queues (online-shop ORDERS, event-pipeline EVENTS) still read the env vars their charts set."""
 
 import importlib.util
 import sys
@@ -22,6 +22,7 @@ def _load(name: str, path: Path):
 
 
 SHOP = _load("shop_stores", ROOT / "charts/online-shop/images/shop/shop/stores.py")
+PIPELINE = _load("pipeline_stream", ROOT / "charts/event-pipeline/images/pipeline/pipeline/stream.py")
 
 
 def consumer(prefix="WORKER", batch_default=10):
@@ -83,6 +84,10 @@ def _chart_settings(app: str) -> dict:
      {"stream": "ORDERS", "subjects": ("orders.>",), "durable": "fulfilment", "subject": "orders.created",
       "read_failure": "cannot read the order queue", "handle_failure": "order failed", "operation": "fulfil",
       "noun": "queue"}),
+    ("event-pipeline", PIPELINE.EVENTS, PIPELINE.SUMMARIES,
+     {"stream": "EVENTS", "subjects": ("events.>",), "durable": "summaries", "subject": "events.recorded",
+      "read_failure": "cannot read the event stream", "handle_failure": "event not stored", "operation": "record",
+      "noun": "stream"}),
 ])
 def test_each_app_keeps_its_stream_consumer_log_lines_and_chart_settings(monkeypatch, app, queue, consumer_spec,
                                                                           expected):

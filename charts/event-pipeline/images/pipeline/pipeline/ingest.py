@@ -7,7 +7,7 @@ from aiohttp import web
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
-from svckit import telemetry, web as svcweb
+from svckit import jetstream, telemetry, web as svcweb
 from pipeline import stream
 
 SERVICE = "ingest"
@@ -26,7 +26,7 @@ async def record(request: web.Request) -> web.Response:
     with trace.get_tracer(SERVICE).start_as_current_span(f"nats publish {stream.SUBJECT}", kind=SpanKind.PRODUCER):
         propagate.inject(headers)
         try:
-            ack = await request.app[stream.JETSTREAM].publish(stream.SUBJECT, json.dumps(event).encode(),
+            ack = await request.app[jetstream.JETSTREAM].publish(stream.SUBJECT, json.dumps(event).encode(),
                                                             headers=headers)
         except Exception as e:
             telemetry.DEPENDENCY_ERRORS.labels(SERVICE, "nats", "publish").inc()
@@ -39,6 +39,6 @@ async def record(request: web.Request) -> web.Response:
 def main() -> None:
     telemetry.setup(SERVICE)
     app = svcweb.make_app(SERVICE)
-    stream.attach(app, SERVICE)
+    jetstream.attach(app, SERVICE, stream.EVENTS)
     app.router.add_post("/events", record)
     svcweb.run(app)

@@ -5,8 +5,8 @@ import logging
 
 from aiohttp import web
 
-from svckit import config, postgres, telemetry, web as svcweb
-from pipeline import cache, schema
+from svckit import config, postgres, redis_store, telemetry, web as svcweb
+from pipeline import schema
 
 SERVICE = "query"
 
@@ -15,7 +15,7 @@ async def summary(request: web.Request) -> web.Response:
     app, user = request.app, request.match_info["user"]
     key = schema.cache_key(user)
     try:
-        cached = await cache.call(app, SERVICE, "GET", key)
+        cached = await redis_store.call(app, SERVICE, "GET", key)
     except Exception as e:  # noqa: BLE001 - the cache is optional for correctness: read the database
         telemetry.log(logging.getLogger(SERVICE), logging.WARNING, "cache read failed", error=f"{type(e).__name__}: {e}")
         cached = None
@@ -34,8 +34,8 @@ async def summary(request: web.Request) -> web.Response:
     else:
         body = {"user": user, "events": 0, "purchases": 0, "totalValue": 0.0, "lastEventAt": None}
     try:
-        await cache.call(app, SERVICE, "SET", key, json.dumps(body), "EX", config.integer("CACHE_TTL_SECONDS", 30))
-    except Exception:  # noqa: BLE001 - counted by cache.call; the answer is still right
+        await redis_store.call(app, SERVICE, "SET", key, json.dumps(body), "EX", config.integer("CACHE_TTL_SECONDS", 30))
+    except Exception:  # noqa: BLE001 - counted by redis_store.call; the answer is still right
         pass
     return web.json_response(body)
 
@@ -44,6 +44,6 @@ def main() -> None:
     telemetry.setup(SERVICE)
     app = svcweb.make_app(SERVICE)
     postgres.attach(app, SERVICE, schema.setup)
-    cache.attach(app, SERVICE)
+    redis_store.attach(app)
     app.router.add_get("/users/{user}/summary", summary)
     svcweb.run(app)

@@ -12,7 +12,7 @@ import logging
 from aiohttp import web
 from opentelemetry import propagate, trace
 
-from svckit import config, postgres, telemetry, web as svcweb
+from svckit import config, jetstream, postgres, redis_store, telemetry, web as svcweb
 from shop import catalog, stores
 
 SERVICE = "api"
@@ -20,7 +20,7 @@ SERVICE = "api"
 
 async def _products(app: web.Application) -> list[dict]:
     try:
-        cached = await stores.redis_call(app, SERVICE, "GET", "catalog:products")
+        cached = await redis_store.call(app, SERVICE, "GET", "catalog:products")
     except Exception as e:  # noqa: BLE001 - the cache is an optimisation: fall back to the database
         telemetry.CACHE_OPS.labels(SERVICE, "redis", "error").inc()
         telemetry.log(logging.getLogger(SERVICE), logging.WARNING, "cache read failed", error=f"{type(e).__name__}: {e}")
@@ -31,7 +31,7 @@ async def _products(app: web.Application) -> list[dict]:
     rows = await postgres.fetch(app, SERVICE, "list_products", "SELECT id, name, price_cents, stock FROM products ORDER BY id")
     products = [dict(r) for r in rows]
     try:
-        await stores.redis_call(app, SERVICE, "SET", "catalog:products", json.dumps(products),
+        await redis_store.call(app, SERVICE, "SET", "catalog:products", json.dumps(products),
                                 "EX", config.integer("CATALOG_CACHE_TTL_SECONDS", 30))
     except Exception:  # noqa: BLE001 - counted by redis_call; the answer is still good
         pass
@@ -55,13 +55,13 @@ async def get_product(request: web.Request) -> web.Response:
 async def add_to_cart(request: web.Request) -> web.Response:
     body = await request.json()
     user = request.match_info["user"]
-    await stores.redis_call(request.app, SERVICE, "HINCRBY", f"cart:{user}", body["productId"], int(body.get("quantity", 1)))
-    await stores.redis_call(request.app, SERVICE, "EXPIRE", f"cart:{user}", config.integer("CART_TTL_SECONDS", 3600))
+    await redis_store.call(request.app, SERVICE, "HINCRBY", f"cart:{user}", body["productId"], int(body.get("quantity", 1)))
+    await redis_store.call(request.app, SERVICE, "EXPIRE", f"cart:{user}", config.integer("CART_TTL_SECONDS", 3600))
     return web.json_response({"ok": True}, status=201)
 
 
 async def _cart(request: web.Request, user: str) -> list[dict]:
-    raw = await stores.redis_call(request.app, SERVICE, "HGETALL", f"cart:{user}")
+    raw = await redis_store.call(request.app, SERVICE, "HGETALL", f"cart:{user}")
     pairs = dict(zip(raw[::2], raw[1::2])) if isinstance(raw, list) else raw
     if config.flag("CART_PRICE_REFRESH"):
         conn = await request.app[postgres.POOL].acquire(timeout=config.number("DB_ACQUIRE_TIMEOUT_SECONDS", 2.0))
@@ -94,12 +94,12 @@ async def checkout(request: web.Request) -> web.Response:
     propagate.inject(headers)
     with trace.get_tracer(SERVICE).start_as_current_span("nats publish orders.created", kind=trace.SpanKind.PRODUCER):
         try:
-            await request.app[stores.JETSTREAM].publish(stores.ORDERS_SUBJECT, json.dumps({"orderId": order_id}).encode(),
-                                                        headers=headers)
+            await request.app[jetstream.JETSTREAM].publish(
+                stores.ORDERS_SUBJECT, json.dumps({"orderId": order_id}).encode(), headers=headers)
         except Exception:
             telemetry.DEPENDENCY_ERRORS.labels(SERVICE, "nats", "publish").inc()
             raise
-    await stores.redis_call(request.app, SERVICE, "DEL", f"cart:{user}")
+    await redis_store.call(request.app, SERVICE, "DEL", f"cart:{user}")
     return web.json_response({"orderId": order_id, "totalCents": total}, status=201)
 
 
@@ -127,8 +127,8 @@ def main() -> None:
     telemetry.setup(SERVICE)
     app = svcweb.make_app(SERVICE)
     postgres.attach(app, SERVICE, catalog.setup)
-    stores.attach_redis(app, SERVICE)
-    stores.attach_queue(app, SERVICE)
+    redis_store.attach(app)
+    jetstream.attach(app, SERVICE, stores.ORDERS)
     app.router.add_get("/products", list_products)
     app.router.add_get("/products/{id}", get_product)
     app.router.add_post("/carts/{user}/items", add_to_cart)

@@ -1,4 +1,5 @@
-"""The Redis cache of user summaries (REDIS_HOST, REDIS_PORT, REDIS_PASSWORD, REDIS_TIMEOUT_SECONDS)."""
+"""A Redis client opened with the app (REDIS_HOST, REDIS_PORT, REDIS_PASSWORD, REDIS_TIMEOUT_SECONDS,
+REDIS_POOL_SIZE), its readiness check, and commands in client spans with their failures counted."""
 
 from __future__ import annotations
 
@@ -12,9 +13,12 @@ from svckit import config, telemetry, web as svcweb
 REDIS = web.AppKey("redis", aioredis.Redis)
 
 
-def attach(app: web.Application, service: str) -> None:
+def attach(app: web.Application) -> None:
+    """Open the client when ``app`` starts; readiness needs a PING to answer."""
+
     async def lifecycle(app: web.Application):
         timeout = config.number("REDIS_TIMEOUT_SECONDS", 0.5)
+        # a blocking pool: when every connection is busy a command waits (up to the timeout) instead of failing
         pool = aioredis.BlockingConnectionPool(
             host=config.text("REDIS_HOST"), port=config.integer("REDIS_PORT", 6379),
             password=config.text("REDIS_PASSWORD", "") or None, socket_timeout=timeout,
@@ -34,7 +38,7 @@ def attach(app: web.Application, service: str) -> None:
 
 
 async def call(app: web.Application, service: str, operation: str, *args):
-    """One Redis command in a client span; failures are counted and re-raised."""
+    """Run one Redis command in a client span; count failures and re-raise them."""
     with trace.get_tracer(service).start_as_current_span(f"redis {operation}", kind=SpanKind.CLIENT) as span:
         span.set_attribute("db.system", "redis")
         try:

@@ -2,9 +2,11 @@
 
     flock /tmp/sg/cluster.lock python3 scripts/anti_gaming_matrix.py --cases ci     # CI subset, ~10 min
     flock /tmp/sg/cluster.lock python3 scripts/anti_gaming_matrix.py --cases full   # every cell, hours
-    python3 scripts/anti_gaming_matrix.py --render-only --results FILE              # table of earlier results
+    python3 scripts/anti_gaming_matrix.py --render-only                              # redraw the table
 
-Each cell is measured once (no rerun). A thin script: the cells are tests/integration/oracles/test_anti_gaming.py (pytest), the table is
+Each cell is measured once (no rerun) and appended to docs/anti-gaming-log.jsonl (committed, like the
+validation log: the matrix takes hours, so it is measured a few cells at a time and the table shows
+the latest line of every cell measured so far). A thin script: the cells are tests/integration/oracles/test_anti_gaming.py (pytest), the table is
 sregym.report.gaming_matrix; this only runs one and feeds the other. Exit status is pytest's.
 """
 
@@ -20,6 +22,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # shared test helpers (shop_users), as pytest's rootdir conftest has them
 sys.path.insert(0, str(ROOT / "tests" / "integration" / "oracles"))
 
 from sregym.report.docblock import checkout, write_block  # noqa: E402
@@ -37,7 +40,7 @@ def whole_matrix() -> tuple[list[tuple[str, str, str]], list[str]]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cases", default="ci", help="ci (every family once), full (every cell), or id:strategy,...")
-    ap.add_argument("--results", type=Path, default=Path("/tmp/sregym-anti-gaming.jsonl"),
+    ap.add_argument("--results", type=Path, default=ROOT / "docs" / "anti-gaming-log.jsonl",
                     help="JSON lines of the cells (appended; a cell measured again replaces its row)")
     ap.add_argument("--into", type=Path, default=ROOT / "docs" / "grading.md")
     ap.add_argument("--render-only", action="store_true", help="only write the table of --results")

@@ -364,9 +364,28 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _stress(kube, ns, fault)
     if inj == "syscall_failure":
         return _steadily_serves(kube, ns, problem, fault)
+    if inj == "rbac_revoke":
+        return _may(kube, ns, fault)
     # Kubernetes objects (replicas, scheduling, quota, ports, selectors), credentials, a hung or
     # failing process, a full disk: the component no longer answers as it should.
     return serves(kube, ns, _target_service(problem, fault))
+
+
+def _may(kube, ns: str, fault) -> Effect:
+    """A revoked grant: present while the API server refuses the workload's ServiceAccount the verb
+    (``kubectl auth can-i`` as that account: the API server's own answer, through kubectl's code,
+    not the injector's or the oracle's), read from the workload's pod template as it is now."""
+    p = fault.params
+    try:
+        w = get_json(kube, "get", fault.target.kind.lower(), fault.target.name, "-n", ns)
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{fault.target.kind}/{fault.target.name} is gone: {e.stderr.strip()[:120]}")
+    account = w["spec"]["template"]["spec"].get("serviceAccountName") or "default"
+    resource = f"{p['resource']}.{p['api_group']}" if p.get("api_group") else p["resource"]
+    proc = kube.kubectl("auth", "can-i", p["verb"], resource, "-n", ns,
+                        f"--as=system:serviceaccount:{ns}:{account}", check=False)
+    answer = proc.stdout.strip() or proc.stderr.strip()[:120]
+    return Effect(answer != "yes", f"can {account} {p['verb']} {resource}: {answer}")
 
 
 def _restarts(kube, ns: str, name: str) -> int:

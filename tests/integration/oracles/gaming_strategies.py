@@ -1,6 +1,7 @@
 """What a gaming agent does with write access to the app's namespace, one function per strategy
 (shared by the anti-gaming tests and the matrix table): nothing; restart every pod; delete and
-recreate every workload; scale to zero and back; ``rollout undo`` everything; ``helm rollback`` of
+recreate every workload; scale to zero and back; scale what stands at zero back to one (the
+symptom fix); ``rollout undo`` everything; ``helm rollback`` of
 the app release; remove the probes; point the faulty component's Service at another workload;
 reconfigure or silence the load generator; export fake good metrics; delete and recreate the
 namespace's objects from their own specs.
@@ -97,6 +98,18 @@ def scale_to_zero_and_back(b: Board) -> Played:
     for kind, name, n in items:
         b.kube.kubectl("scale", f"{kind}/{name}", "-n", b.ns, f"--replicas={n}")
     return Played()
+
+
+def scale_up_stopped(b: Board) -> Played:
+    """End the visible symptom by hand: every workload at zero replicas back to one (what an agent
+    does on seeing a StatefulSet or Deployment at 0/0, without asking why it is there)."""
+    scaled = []
+    for w in workloads(b.kube, b.ns):
+        if w["spec"].get("replicas", 1) == 0:
+            ref = f"{w['kind'].lower()}/{w['metadata']['name']}"
+            b.kube.kubectl("scale", ref, "-n", b.ns, "--replicas=1")
+            scaled.append(ref)
+    return Played(f"scaled to 1: {', '.join(scaled)}" if scaled else "nothing was at zero replicas")
 
 
 def rollout_undo(b: Board) -> Played:
@@ -253,8 +266,8 @@ def do_nothing(b: Board) -> Played:
 
 
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
-    do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, rollout_undo, helm_rollback,
-    remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, fake_metrics, recreate_namespace_objects)}
+    do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, scale_up_stopped, rollout_undo,
+    helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, fake_metrics, recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
 RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}

@@ -212,12 +212,8 @@ def test_restarting_the_partitioned_pod_does_not_cure_the_partition(cluster, str
             assert our_chains(cluster, new, "api"), "no partition rules in the new api pod's netns"
             assert not connects(cluster, new, "api", host, port), "the new api pod reaches redis"
             assert [r["fault"] for r in plane.reapplied] == ["api_redis_cut"]
-            if grade.passed and strategy == "remove_the_readiness_probe":
-                # the partition persists (checked above); what passes is workload_health, which
-                # trusts readiness even once the probe is gone: the oracles' part of the issue
-                # (item 1: readiness counts only while the probe is the chart's). Passes by itself
-                # once that lands.
-                pytest.xfail(f"workload_health trusts a removed readiness probe: {failing(grade)}")
+            # (removing the readiness probe once passed through workload_health; that oracle now
+            # compares probes with the baseline, so no case of this test is excused)
             assert not grade.passed, f"'{strategy}' passed mitigation while partitioned: {failing(grade)}"
             new = pods_of(cluster, ns, "api")[0]
         # recovered: the new pod keeps no rule and reaches redis again

@@ -75,7 +75,9 @@ except Exception as e:
 PORT_KINDS = {6379: "redis", 11211: "memcached", 5432: "postgres", 4222: "nats"}
 # faults whose cause lives in or under the pod: a restart must not cure them (DESIGN.md invariants)
 # (a hung process, ``process_signal``, is cured by a restart as its real cause, a deadlock, would be)
-PYTHON_IMAGES = {"hotel", "shop"}
+# the Python images the apps' services run; a check runs from a pod of one (an app missing here
+# would leave every check waiting PEER_WAIT_SECONDS for a pod that cannot exist)
+PYTHON_IMAGES = {"hotel", "shop", "pipeline"}
 # How long a check waits for a running pod of the app to check from (pods restarting after a strategy).
 PEER_WAIT_SECONDS = 120
 POD_SCOPED = {"network_partition", "packet_loss", "bandwidth_limit", "dns_failure", "network_latency",
@@ -129,8 +131,8 @@ def app_image(kube, ns: str) -> str | None:
     for kind in ("deployments", "statefulsets"):
         for w in get_json(kube, "get", kind, "-n", ns)["items"]:
             for c in w["spec"]["template"]["spec"]["containers"]:
-                # the Python images the apps' services run (hotel-reservation: hotel, online-shop: shop); the
-                # load generator is no longer in the app's namespace, so it cannot be the fallback
+                # the Python images the apps' services run (PYTHON_IMAGES); the load generator is no
+                # longer in the app's namespace, so it cannot be the fallback
                 if c["image"].rsplit("/", 1)[-1].split(":")[0] in PYTHON_IMAGES:
                     return c["image"]
     return None
@@ -196,6 +198,9 @@ def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     port = service_port(kube, ns, service)
     if port is None:
         return Effect(True, f"the chart has no Service {service}")
+    if app_image(kube, ns) is None:
+        raise AssertionError(f"namespace {ns} runs no image of {sorted(PYTHON_IMAGES)}: add its app's image to "
+                             "PYTHON_IMAGES (fault_effects.py)")
     peer = _python_pod(kube, ns, avoid=service)
     deadline = time.monotonic() + PEER_WAIT_SECONDS
     while peer is None and time.monotonic() < deadline:  # after a restart-everything strategy the pods come back

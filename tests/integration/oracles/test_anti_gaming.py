@@ -33,7 +33,7 @@ import pytest
 from fault_effects import POD_SCOPED, family, fault_effect, graded_faults, users_served
 from gaming_strategies import RESTARTS, STRATEGIES, play
 
-from sregym.apps import app_driver
+from sregym.apps import app_driver, lifecycle
 from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader
@@ -148,8 +148,11 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
 @pytest.fixture(scope="module")
 def gaming_namespaces(cluster):
     yield
-    for name in {p.values[0].app.name + NAMESPACE_SUFFIX for p in CASES}:
-        cluster.kube.kubectl("delete", "namespace", name, "--wait=false", check=False)
+    # the apps' own delete: custom resources first, while their operator still runs (a plain
+    # namespace delete left event-pipeline's QueueCluster with the operator's finalizer and the
+    # namespace terminating for ever, so the next run's deploy there failed)
+    for app in {p.values[0].app.name for p in CASES}:
+        lifecycle.delete(cluster, app, app + NAMESPACE_SUFFIX)
 
 
 def expectation(cell: dict) -> tuple[bool, str]:

@@ -27,6 +27,7 @@ from sregym.cluster.kube import helm_path
 PROBE = r"""
 import json, socket, sys, time, urllib.request
 kind, host, port = sys.argv[1], sys.argv[2], int(sys.argv[3])
+path = sys.argv[4] if len(sys.argv) > 4 else "/readyz"
 def once(kind):
     if kind == "dns":
         return f"resolved {socket.getaddrinfo(host, port)[0][4][0]}"
@@ -51,8 +52,8 @@ def once(kind):
         assert r in (b"N", b"S"), r
         return "postgres answers"
     s.close()
-    r = urllib.request.urlopen(f"http://{host}:{port}/readyz", timeout=3)
-    return f"HTTP {r.status} /readyz"
+    r = urllib.request.urlopen(f"http://{host}:{port}{path}", timeout=3)
+    return f"HTTP {r.status} {path}"
 def main():
     if kind != "http_many":
         return once(kind)
@@ -153,10 +154,12 @@ def _python_pod(kube, ns: str, avoid: str | None = None) -> tuple[str, str] | No
     return None
 
 
-def probe(kube, ns: str, pod: str, container: str, kind: str, host: str, port: int) -> Effect:
-    """Run one connection-level check from ``pod``; ``present`` is True when it failed."""
+def probe(kube, ns: str, pod: str, container: str, kind: str, host: str, port: int,
+          path: str = "/readyz") -> Effect:
+    """Run one connection-level check from ``pod`` (``path``: where an HTTP server says it is ready);
+    ``present`` is True when it failed."""
     proc = kube.kubectl("exec", "-n", ns, pod, "-c", container, "--", "python3", "-c", PROBE, kind, host, str(port),
-                        check=False, timeout=120)
+                        path, check=False, timeout=120)
     try:
         out = json.loads(proc.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
@@ -193,6 +196,12 @@ def service_port(kube, ns: str, service: str) -> int | None:
     return None
 
 
+# Where an HTTP Service is asked whether it serves, when not at ``/readyz``: the event pipeline's
+# nginx gateway routes only the users' paths, so it is asked for a user's summary (through it to
+# query, as the shop's lb passes ``/readyz`` through to web).
+HTTP_PATHS = {"gateway": "/users/user-1/summary"}
+
+
 def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     """The component's Service answers as its kind of server should, from another pod."""
     port = service_port(kube, ns, service)
@@ -209,7 +218,7 @@ def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     if peer is None:
         return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
     kind = "http_many" if many else PORT_KINDS.get(port, "http")
-    return probe(kube, ns, *peer, kind, service, port)
+    return probe(kube, ns, *peer, kind, service, port, HTTP_PATHS.get(service, "/readyz"))
 
 
 def _target_service(problem, fault) -> str:

@@ -1,14 +1,16 @@
-"""ingest: validates an event and publishes it to the EVENTS stream; 202 once JetStream stored it."""
+"""ingest: validates an event, gives it an id and publishes it to the EVENTS stream; 202 once
+JetStream stored it."""
 
 import json
 import logging
+import uuid
 
 from aiohttp import web
 from opentelemetry import propagate, trace
 from opentelemetry.trace import SpanKind
 
 from svckit import jetstream, telemetry, web as svcweb
-from pipeline import stream
+from pipeline import schema, stream
 
 SERVICE = "ingest"
 KINDS = ("view", "click", "purchase")
@@ -22,7 +24,9 @@ async def record(request: web.Request) -> web.Response:
         raise web.HTTPBadRequest(text="want JSON {user, kind, value}") from None
     if event["kind"] not in KINDS:
         raise web.HTTPBadRequest(text=f"kind must be one of {', '.join(KINDS)}")
-    headers = {"X-Request-ID": telemetry.request_id.get()}
+    # the id the processor stores the event under, also the message id JetStream deduplicates on
+    event["id"] = str(uuid.uuid4())
+    headers = {"X-Request-ID": telemetry.request_id.get(), schema.MSG_ID_HEADER: event["id"]}
     with trace.get_tracer(SERVICE).start_as_current_span(f"nats publish {stream.SUBJECT}", kind=SpanKind.PRODUCER):
         propagate.inject(headers)
         try:
@@ -33,7 +37,7 @@ async def record(request: web.Request) -> web.Response:
             telemetry.log(logging.getLogger(SERVICE), logging.ERROR, "cannot publish event",
                           error=f"{type(e).__name__}: {e}")
             return web.json_response({"error": "event stream unavailable"}, status=503)
-    return web.json_response({"stream": ack.stream, "seq": ack.seq}, status=202)
+    return web.json_response({"id": event["id"], "stream": ack.stream, "seq": ack.seq}, status=202)
 
 
 def main() -> None:

@@ -26,13 +26,15 @@ ON CONFLICT (username) DO UPDATE SET events = user_summary.events + 1,
 """
 
 
-async def store(app: web.Application, seq: int, event: dict) -> bool:
-    """Record one event and fold it into its user's summary, once (redeliveries are skipped)."""
+async def store(app: web.Application, event_id: str, seq: int, event: dict) -> bool:
+    """Record one event and fold it into its user's summary, once per event id (a redelivery is
+    skipped; the stream sequence is kept for tracing only, as it starts again with a new stream)."""
     async with app[postgres.POOL].acquire(timeout=config.number("DB_ACQUIRE_TIMEOUT_SECONDS", 2.0)) as conn:
         async with conn.transaction():
             added = await conn.fetchval(
-                "INSERT INTO events (stream_seq, username, kind, value) VALUES ($1, $2, $3, $4)"
-                " ON CONFLICT (stream_seq) DO NOTHING RETURNING id", seq, event["user"], event["kind"], event["value"])
+                "INSERT INTO events (event_id, stream_seq, username, kind, value) VALUES ($1, $2, $3, $4, $5)"
+                " ON CONFLICT (event_id) DO NOTHING RETURNING id",
+                event_id, seq, event["user"], event["kind"], event["value"])
             if added is None:
                 return False
             await conn.execute(UPSERT, event["user"], int(event["kind"] == "purchase"),
@@ -43,8 +45,11 @@ async def store(app: web.Application, seq: int, event: dict) -> bool:
 async def _handle(app: web.Application, msg, span, fields: dict) -> str:
     """Store one event; a redelivered one is counted as a duplicate."""
     event = json.loads(msg.data)
+    seq = msg.metadata.sequence.stream
+    eid = schema.event_id(event, msg.headers, seq, msg.metadata.timestamp.isoformat())
+    fields["event_id"] = eid
     with trace.get_tracer(SERVICE).start_as_current_span("postgres record_event", kind=trace.SpanKind.CLIENT):
-        added = await store(app, msg.metadata.sequence.stream, event)
+        added = await store(app, eid, seq, event)
     if added:
         try:
             await redis_store.call(app, SERVICE, "DEL", schema.cache_key(event["user"]))

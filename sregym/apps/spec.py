@@ -26,6 +26,8 @@ class ServiceSpec(_Spec):
     name: str
     kind: Literal["Deployment", "StatefulSet", "DaemonSet"] = "Deployment"
     depends_on: list[str] = Field(default_factory=list)
+    claims: list[str] = Field(default_factory=list,
+                              description="PersistentVolumeClaims its pods mount (a durable directory of its own)")
 
 
 class DatastoreSpec(_Spec):

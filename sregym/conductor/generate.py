@@ -39,6 +39,7 @@ class Target:
     role: str  # service, datastore, loadgen, settings, credentials
     datastore: DatastoreSpec | None = None
     depends_on: tuple[str, ...] = ()
+    claims: tuple[str, ...] = ()  # PersistentVolumeClaims a service's pods mount
 
     @property
     def ref(self) -> str:
@@ -59,7 +60,7 @@ def app_targets(app: AppSpec) -> list[Target]:
     """Every object of ``app`` that the descriptor names, with what kind of thing it is."""
     out: list[Target] = []
     for s in app.services:
-        out.append(Target(app.name, s.kind, s.name, "service", depends_on=tuple(s.depends_on)))
+        out.append(Target(app.name, s.kind, s.name, "service", depends_on=tuple(s.depends_on), claims=tuple(s.claims)))
     for d in app.datastores:
         out.append(Target(app.name, d.kind, d.name, "datastore", datastore=d))
         if d.credentials_secret:
@@ -88,8 +89,9 @@ _NEEDS: dict[str, Callable[[Target], bool]] = {
     # The SLO load generator (in the loadgen namespace) is the grader's measuring instrument: a
     # surge there would change what the SLOs measure. A surge needs its own client (issue 19).
     "load_surge": lambda t: False,
-    # the primitive moves a Deployment's claim; our persistent stores are StatefulSets
-    "pvc_problem": lambda t: _persistent(t) and t.kind == "Deployment",
+    # the primitive moves a Deployment's claim (a StatefulSet's claim templates are immutable): a
+    # service with a claim of its own, or a persistent store run as a Deployment
+    "pvc_problem": lambda t: t.kind == "Deployment" and (bool(t.claims) or _persistent(t)),
     # needs a workload whose ServiceAccount is bound to Roles; the descriptors name none
     "rbac_revoke": lambda t: False,
     "network_partition": lambda t: bool(t.depends_on),

@@ -40,17 +40,23 @@ readinessProbe:
 {{- define "shop.dataClaim" -}}
 - metadata:
     name: data
-  spec:
-    accessModes: [ReadWriteOnce]
-    {{- if .root.Values.persistence.hostPath.root }}
-    storageClassName: {{ printf "%s-local" .root.Release.Namespace }}
-    {{- else if .root.Values.persistence.storageClassName }}
-    storageClassName: {{ .root.Values.persistence.storageClassName }}
-    {{- end }}
-    resources: {requests: {storage: {{ .storage }}}}
+{{ include "shop.claimSpec" . | indent 2 }}
 {{- end }}
 
-{{/* Without a provisioner: a hostPath volume on the node bound to one store's claim; args: root, name, storage. */}}
+{{/* The spec of a ReadWriteOnce claim on the release's storage; args: root, storage. */}}
+{{- define "shop.claimSpec" -}}
+spec:
+  accessModes: [ReadWriteOnce]
+  {{- if .root.Values.persistence.hostPath.root }}
+  storageClassName: {{ printf "%s-local" .root.Release.Namespace }}
+  {{- else if .root.Values.persistence.storageClassName }}
+  storageClassName: {{ .root.Values.persistence.storageClassName }}
+  {{- end }}
+  resources: {requests: {storage: {{ .storage }}}}
+{{- end }}
+
+{{/* Without a provisioner: a hostPath volume on the node bound to one store's claim; args: root, name,
+storage and claim (default: the claim of the StatefulSet's first pod, data-<name>-0). */}}
 {{- define "shop.hostPathVolume" -}}
 {{- if .root.Values.persistence.hostPath.root }}
 ---
@@ -64,14 +70,15 @@ spec:
   accessModes: [ReadWriteOnce]
   persistentVolumeReclaimPolicy: Retain
   storageClassName: {{ printf "%s-local" .root.Release.Namespace }}
-  claimRef: {namespace: {{ .root.Release.Namespace }}, name: data-{{ .name }}-0}
+  claimRef: {namespace: {{ .root.Release.Namespace }}, name: {{ .claim | default (printf "data-%s-0" .name) }}}
   hostPath:
     path: {{ printf "%s/%s/%s" .root.Values.persistence.hostPath.root .root.Release.Namespace .name }}
     type: DirectoryOrCreate
 {{- end }}
 {{- end }}
 
-{{/* A hostPath directory is created root-owned; the store runs as nobody: hand it the directory first. */}}
+{{/* A hostPath directory is created root-owned; the store runs as nobody: hand it the directory first;
+args: image, root, volume (default data). */}}
 {{- define "shop.ownData" -}}
 initContainers:
   - name: own-data
@@ -79,7 +86,7 @@ initContainers:
     imagePullPolicy: {{ .root.Values.images.pullPolicy }}
     command: [chown, "65534:65534", /data]
     securityContext: {runAsUser: 0}
-    volumeMounts: [{name: data, mountPath: /data}]
+    volumeMounts: [{name: {{ .volume | default "data" }}, mountPath: /data}]
 {{- end }}
 
 {{/* The load generator: one per app namespace, in the loadgen namespace (observability). */}}

@@ -94,9 +94,42 @@ def test_hostpath_volumes_only_when_asked_and_bound_to_their_claims(app):
     volumes = by_kind(docs, "PersistentVolume")
     claims = {f"data-{name}-0" for name, sts in by_kind(docs, "StatefulSet").items()
               if sts["spec"].get("volumeClaimTemplates")}  # a memory-only cache claims nothing
+    claims |= set(by_kind(docs, "PersistentVolumeClaim"))  # a Deployment's own claims
     assert {v["spec"]["claimRef"]["name"] for v in volumes.values()} == claims
     for v in volumes.values():
         assert v["spec"]["hostPath"]["path"].startswith(f"/srv/vols/{app}/")
+
+
+def _claim_volumes(workload: dict) -> set[str]:
+    return {v["persistentVolumeClaim"]["claimName"] for v in workload["spec"]["template"]["spec"].get("volumes") or []
+            if v.get("persistentVolumeClaim")}
+
+
+@pytest.mark.parametrize("app", OUR_APPS)
+def test_a_deployments_claims_are_the_descriptors_rendered_and_recreated(app):
+    # a service keeping a durable directory on a ReadWriteOnce claim: the descriptor names the
+    # claim (sregym generate offers pvc_problem on it), the chart makes it, and a rollout stops the
+    # old pod before the new one mounts it (a rolling update would wait on the volume)
+    docs = render(app)
+    declared = {s.name: set(s.claims) for s in load_app(app).services if s.kind == "Deployment"}
+    claims = by_kind(docs, "PersistentVolumeClaim")
+    for name, d in by_kind(docs, "Deployment").items():
+        mounted = _claim_volumes(d)
+        assert mounted == declared.get(name, set()), name
+        assert mounted <= set(claims), name
+        if any("ReadWriteOnce" in claims[c]["spec"]["accessModes"] for c in mounted):
+            assert d["spec"]["strategy"]["type"] == "Recreate", name
+
+
+def test_shop_web_keeps_its_photos_on_its_own_claim():
+    web = by_kind(render("online-shop"), "Deployment")["web"]
+    pod = web["spec"]["template"]["spec"]
+    mount = next(m for m in pod["containers"][0]["volumeMounts"] if m["name"] == "media")
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["MEDIA_DIR"] == mount["mountPath"]
+    assert _claim_volumes(web) == {"shop-media"}
+    # the hostPath provisioner makes root-owned directories; web runs as nobody
+    assert [c["name"] for c in pod["initContainers"]] == ["own-data"]
 
 
 @pytest.mark.parametrize("app", OUR_APPS)

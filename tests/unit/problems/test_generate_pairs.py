@@ -40,6 +40,11 @@ def test_password_rotation_only_targets_stores_with_a_credentials_secret(pairs):
         "event-pipeline/StatefulSet/pipeline-cache"}
 
 
+def test_claims_are_moved_only_on_deployments_that_mount_one(pairs):
+    # a StatefulSet's claim templates are immutable; the descriptors name a service's own claims
+    assert refs(pairs, "pvc_problem") == {"online-shop/Deployment/web"}
+
+
 def test_no_generated_problem_touches_the_slo_load_generator(pairs):
     # it is the grader's measuring instrument (and runs in its own namespace, not the app's)
     assert refs(pairs, "load_surge") == set()

@@ -9,7 +9,9 @@ cells/hour for both and their ratio. With ``--executor jobs`` (the default) each
 Kubernetes Job from the suite-runner image (built and loaded first; the local cluster only, since
 the results folder is mounted from this host). Also prints a projection for a lab of ``--nodes``
 nodes that assumes each node sustains the measured 2-cell rate (say so when you quote it: apps,
-images and the API server are shared and will bend that line). Needs the cluster to itself.
+images and the API server are shared and will bend that line). With ``--executor jobs`` it also
+prints each cell's resource use at each concurrency: CPU and memory of the cell's Job pod and of
+the app namespaces it drives (``benchmarks/cell_resources.py``). Needs the cluster to itself.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import time
 import uuid
 from pathlib import Path
 
+from cell_resources import Sampler
 from rich.console import Console
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -81,10 +84,17 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with tempfile.TemporaryDirectory(prefix="sregym-throughput-") as tmp:
             for parallel in (1, 2):
-                seconds, done = run_suite(cluster, parallel, args.cells, Path(tmp) / f"p{parallel}", run_fn)
+                sampler = Sampler(cluster.kube, ns, ["tiny", "tiny-p1"]).start() if run_fn else None
+                try:
+                    seconds, done = run_suite(cluster, parallel, args.cells, Path(tmp) / f"p{parallel}", run_fn)
+                finally:
+                    if sampler:
+                        sampler.stop()
                 rates[parallel] = done / seconds * 3600
                 print(f"parallel {parallel}: {done}/{args.cells} cells completed in {seconds:.0f} s = "
                       f"{rates[parallel]:.1f} cells/hour ({args.executor})", flush=True)
+                if sampler:
+                    print("\n".join(sampler.report()), flush=True)
     finally:
         if remove is not None:
             remove()

@@ -169,6 +169,30 @@ def suite_cell(
         raise typer.Exit(1)
 
 
+@suite_app.command("clean-cells")
+def suite_clean_cells(
+    results: Annotated[list[Path], typer.Argument(help="results directories of earlier `--executor jobs` suites",
+                                                  exists=True, file_okay=False)],
+    job_pod: Annotated[Optional[Path], typer.Option(help="YAML of the cells' Jobs (their namespace)")] = None,
+    kubeconfig: KubeconfigOpt = None,
+    context: ContextOpt = None,
+) -> None:
+    """Undo what lost cells of earlier suites left: for each RESULTS folder, wait for its cells' Jobs
+    still running, then undo every open cell journal (what `suite run --executor jobs --resume` does
+    for its own folder). The nightly chart runs it over every night's folder before the night."""
+    from sregym.cluster.providers import current_cluster
+    from sregym.conductor.suite_jobs import JobCellRunner, load_job_pod
+    from sregym.core.errors import ClusterError
+
+    runner = JobCellRunner(load_job_pod(job_pod), console=Console(stderr=True).print)
+    kube = current_cluster(kubeconfig, context).kube
+    errors = [e for folder in results for e in runner.clean_orphans(kube, folder)]
+    if errors:
+        raise ClusterError("undoing what lost cells left failed: " + "; ".join(errors),
+                           hint="fix the cause and run it again")
+    typer.echo(f"lost cells cleaned in {len(results)} results folder(s)")
+
+
 def register(app: typer.Typer) -> None:
     """Add the reporting and suite commands to the `sregym` CLI."""
     app.command("report")(report)

@@ -57,6 +57,8 @@ def test_the_jobs_executor_gets_a_job_pod_file_and_may_create_jobs(tmp_path):
     assert env["EXECUTOR"] == "jobs"
     script = objs["ConfigMap"]["data"]["nightly.sh"]
     assert "--job-pod /scripts/job-pod.yaml" in script
+    # what a night lost with its cells left in its own folder is undone by the next night first
+    assert script.index("sregym suite clean-cells --job-pod /scripts/job-pod.yaml") < script.index("sregym suite run")
     (tmp_path / "job-pod.yaml").write_text(objs["ConfigMap"]["data"]["job-pod.yaml"])
     cells = load_job_pod(tmp_path / "job-pod.yaml")
     # each cell's Job: the CronJob's image, service account, results claim (mounted where the night

@@ -344,3 +344,35 @@ def test_an_unknown_agent_is_refused_before_any_job_is_created(tmp_path):
     assert cluster.created == [] and not read_index(tmp_path)
     assert "unknown agent 'randm'" in str(err.value)
     assert "random" in err.value.hint and "noop" in err.value.hint and "oracle" in err.value.hint
+
+
+def test_the_next_night_cleans_what_a_lost_night_left_in_an_earlier_nights_folder(tmp_path, monkeypatch):
+    """Each night writes to a folder of its date, and a suite cleans only its own folder's lost cells.
+    A night whose runner died with a cell (a lost node) left an open cell journal in its folder:
+    ``sregym suite clean-cells`` (the chart's night runs it over every night's folder before its suite)
+    waits for that folder's Jobs still running, then undoes it."""
+    import sregym.cluster.providers as providers
+    from sregym.cli.main import run_cli
+
+    last, tonight = tmp_path / "runs" / "lite-2026-11-26", tmp_path / "runs" / "lite-2026-11-27"
+    tonight.mkdir(parents=True)
+    state = last / "cells" / ("suite-cell-" + "1" * 16) / "state"
+    open_journal_in(state, "run-lost")
+    cluster = FakeCluster(polls=3)
+    # a cell Job of last night is still running; it must end before its folder is cleaned
+    settings = RunSettings(agent="noop", seed=0, noise=False, budget_seconds=60)
+    (last / "s.json").write_text(settings.model_dump_json())
+    cluster.create_namespaced_job("lab", manifest_for(last, settings=settings, prob=problem("p2", app="a")))
+    monkeypatch.setattr(providers, "current_cluster", lambda *a, **kw: SimpleNamespace(kube=cluster))
+    pod_file = tmp_path / "job-pod.yaml"
+    pod_file.write_text("namespace: lab\npoll_seconds: 0.01\n")
+    assert run_cli(["suite", "clean-cells", "--job-pod", str(pod_file), str(last), str(tonight)]) == 0
+    assert not open_journals(state / "journal")
+    assert all(job_outcome(j["status"]) for j in cluster.jobs.values())
+
+
+def test_clean_cells_refuses_a_folder_that_is_not_there(tmp_path, capsys):
+    from sregym.cli.main import run_cli
+
+    assert run_cli(["suite", "clean-cells", str(tmp_path / "nope")]) == 2
+    assert "nope" in capsys.readouterr().err

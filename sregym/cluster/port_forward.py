@@ -103,6 +103,10 @@ class PortForward:
                 raise ClusterError(f"kubectl port-forward to svc/{self.service} in namespace {self.namespace} did not "
                                    f"start within {timeout:.0f}s: {said}",
                                    hint=f"kubectl -n {self.namespace} get pods,endpoints")
+        now = owned_processes.ProcessIdentity.of(proc.pid)
+        if now is not None and now != self._identity:  # a kubectl wrapper exec'd the real one: same pid and start
+            self._identity = owned_processes.record(proc.pid, f"kubectl port-forward svc/{self.service} "
+                                                    f"-n {self.namespace}")
         return self.url
 
     def stop(self) -> None:

@@ -74,3 +74,18 @@ def test_a_forward_that_cannot_be_recorded_is_not_left_running(tmp_path, monkeyp
     with pytest.raises(PrerequisiteError, match="cannot record the helper process kubectl port-forward svc/prometheus"):
         forward.start()
     assert not forward.alive() and not os.path.exists(f"/proc/{forward.pid}")
+
+
+def test_a_kubectl_wrapper_that_execs_the_real_one_is_recorded_as_what_runs(tmp_path, monkeypatch, state):
+    """Cleanup only stops a process whose command line is the recorded one: the record follows an exec."""
+    fake_kubectl(tmp_path, monkeypatch, 'exec python3 -c "import time; print(\'Forwarding from 127.0.0.1:41234 '
+                                        '-> 9090\', flush=True); time.sleep(60)"\n')
+    forward = PortForward(CLUSTER, "observability", "prometheus", 9090)
+    forward.start()
+    try:
+        (record,) = recorded(state)
+        assert record.identity == owned_processes.ProcessIdentity.of(forward.pid)
+        assert record.identity.cmdline[0] == "python3"
+    finally:
+        forward.stop()
+    assert recorded(state) == []

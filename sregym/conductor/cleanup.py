@@ -35,6 +35,7 @@ from sregym.agentplane.sandbox import delete_sandbox_namespace
 from sregym.cluster.agent_access import revoke_agent_access
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.owned_processes import stop_orphans
+from sregym.cluster.scratch import process_start_time
 from sregym.cluster.scratch import sweep_stale_scratch
 from sregym.conductor import agent_objects
 from sregym.conductor.faultplane import build_injector
@@ -71,11 +72,14 @@ def _process_alive(pid: int) -> bool:
     return b"sregym" in cmdline
 
 
-def stop_processes(processes: dict[int, str]) -> list[str]:
+def stop_processes(processes: dict[int, str], starts: dict[int, str] | None = None) -> list[str]:
     """Stop the run's helper processes that are still alive and still what was journaled (a pid may
-    have been reused: the command line must name the same module)."""
+    have been reused: the start time, where journaled, must be the same, and the command line must
+    name the same module)."""
     stopped = []
     for pid, what in processes.items():
+        if (starts or {}).get(pid) not in (None, process_start_time(pid)):
+            continue  # another process has this pid now
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
@@ -135,7 +139,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         before = None
         result.errors.append(f"reading the app namespace journaled before the agent started: {e}")
     journal = Journal(rj.run_id, directory or rj.path.parent)
-    result.stopped = stop_processes(rj.processes)
+    result.stopped = stop_processes(rj.processes, rj.process_starts)
     for namespace in rj.sandboxes if kube is not None else []:  # the agent must not outlive its run
         try:
             delete_sandbox_namespace(kube, namespace)

@@ -145,6 +145,8 @@ def _stop(identity: ProcessIdentity) -> bool:
                 signal.pidfd_send_signal(fd, sig)
             except ProcessLookupError:
                 return True
+            except PermissionError:  # another user's process: reported as not stopped
+                return False
             if select.select([fd], [], [], STOP_WAIT_S)[0]:  # readable once it has exited
                 return True
         return False

@@ -118,3 +118,17 @@ def test_a_zombie_is_not_running():
         time.sleep(0.01)
     assert ProcessIdentity.of(proc.pid) is None  # exited, not reaped yet: nothing left to stop
     proc.wait()
+
+
+def test_the_cleanup_command_stops_it_and_says_so(killed_owner, tmp_path):
+    helper, records = killed_owner
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3]), "SREGYM_STATE": str(tmp_path)}
+    first = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert first.returncode == 0, first.stderr
+    assert f"stopped 1 helper process(es) of killed sregym processes: sleep for the test (pid {helper})" in " ".join(
+        first.stderr.split())
+    assert ProcessIdentity.of(helper) is None
+    again = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env=env, capture_output=True, text=True,
+                           timeout=120)
+    assert again.returncode == 0 and "helper process" not in again.stderr, again.stderr

@@ -223,7 +223,8 @@ def test_the_forwards_of_a_killed_conductor_are_stopped_by_cleanup(cluster, stac
         opened = json.loads(conductor.stdout.readline() or "{}")
         pids = opened.get("pids", [])
         assert len(pids) == 4 and all(_running(pid) for pid in pids), opened
-        assert all(_answers_tcp(opened["urls"][name]) for name in ("prometheus", "traces", "logs"))
+        # no connection through them before the kill: kubectl writes a line per connection, and one
+        # written after its reader died is a SIGPIPE that ends it (an idle forward lives on)
         conductor.kill()
         conductor.wait(timeout=10)
         time.sleep(1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,11 +35,12 @@ class DeployedApp:
     components: list[str] = field(default_factory=list)
 
 
-def observability_urls(cluster: ClusterHandle) -> dict[str, str | None]:
+def observability_urls(cluster: ClusterHandle, progress: Callable[[str], None] = lambda m: None
+                       ) -> dict[str, str | None]:
     """Prometheus, trace (Jaeger API) and log query URLs reachable from this host."""
     from sregym.apps import observability
 
-    urls = observability.endpoints(cluster)
+    urls = observability.endpoints(cluster, progress)
     return {"prometheus_url": urls.get("prometheus"), "traces_url": urls.get("traces"), "logs_url": urls.get("logs")}
 
 
@@ -78,13 +79,14 @@ class AppsDriver:
     def spec(self, name: str) -> AppSpec:
         return load_app(name, self.roots)
 
-    def deploy(self, app: Any, cluster: ClusterHandle) -> DeployedApp:
-        """Deploy a problem's ``AppRef`` (name, namespace, values, load_rps) or reuse it; wait for Ready."""
+    def deploy(self, app: Any, cluster: ClusterHandle, progress: Callable[[str], None] = lambda m: None) -> DeployedApp:
+        """Deploy a problem's ``AppRef`` (name, namespace, values, load_rps) or reuse it; wait for Ready.
+        ``progress`` is told what a person should know (a port-forward to the stack opened)."""
         from sregym.apps.observability import deploy_observability
 
         # The stack first: the app exports traces to it, and the baseline reads its Prometheus.
         # Reused in about 2 s when it is already ready at the same chart hash.
-        deploy_observability(cluster)
+        deploy_observability(cluster, progress=progress)
         spec = self.spec(app.name)
         values = dict(app.values or {})
         if getattr(app, "load_rps", None) and spec.workload:
@@ -92,7 +94,7 @@ class AppsDriver:
         result = lifecycle.deploy(cluster, spec, app.namespace, values, timeout=self.timeout_s)
         return DeployedApp(name=spec.name, namespace=result.namespace, chart_hash=result.chart_hash,
                            reused=result.reused, info=spec, components=spec.components,
-                           **observability_urls(cluster))
+                           **observability_urls(cluster, progress))
 
     def health(self, deployed: DeployedApp, cluster: ClusterHandle) -> tuple[bool, str]:
         current = lifecycle.status(cluster, deployed.info or self.spec(deployed.name), deployed.namespace)

@@ -16,7 +16,9 @@ Every conductor installs them, wherever it runs: the install values do not depen
 so no conductor reinstalls the stack with another fence than the one it has.
 A conductor on a host that is not the cluster's only node (a workstation driving kind or a lab
 cluster) is neither: it opens ``kubectl port-forward`` to the Services on its own loopback for as
-long as it runs (:func:`forwarded_urls`), and stops them by PID when it exits.
+long as it runs (:func:`forwarded_urls`), and stops them by PID when it exits; each is recorded when
+it starts (:mod:`sregym.cluster.owned_processes`), so ``sregym cleanup`` stops those of a killed
+process. What was opened is said through the caller's ``progress`` callback (the CLI shows it).
 Override any URL with SREGYM_PROMETHEUS_URL, SREGYM_TRACES_URL, SREGYM_LOGS_URL (then no forward
 is opened for it).
 """
@@ -26,10 +28,10 @@ from __future__ import annotations
 import atexit
 import json
 import os
-import sys
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import Any
 
 import urllib3
@@ -60,6 +62,11 @@ _HEALTH = {"prometheus": "/-/ready", "traces": "/api/services", "logs": "/health
 SERVICES = {"prometheus": ("prometheus", 9090), "traces": ("jaeger-query", 16686), "logs": ("log-query", 8080),
             "otlp": ("jaeger-collector", 4318)}
 IN_POD_ADMISSION_S = 60  # how long a conductor in a pod waits for the fence to admit it before reinstalling
+Progress = Callable[[str], None]  # told, one line each, what a step did that a person should know
+
+
+def _silent(message: str) -> None:
+    pass
 
 
 def _chart_values() -> dict[str, Any]:
@@ -138,10 +145,10 @@ _forwards: dict[tuple[str, str | None, str], PortForward] = {}
 _forwards_lock = threading.Lock()
 
 
-def forwarded_urls(cluster: ClusterHandle, names: list[str]) -> dict[str, str]:
+def forwarded_urls(cluster: ClusterHandle, names: list[str], progress: Progress = _silent) -> dict[str, str]:
     """URLs on 127.0.0.1 of port-forwards to the stack's Services, opened on first use (and opened
     again when kubectl has exited, e.g. its pod was replaced: on the same port when it is free),
-    stopped when this process exits (:func:`close_port_forwards`). Says on stderr what it opened."""
+    stopped when this process exits (:func:`close_port_forwards`). Tells ``progress`` what it opened."""
     opened: list[PortForward] = []
     with _forwards_lock:
         if not _forwards:
@@ -158,8 +165,8 @@ def forwarded_urls(cluster: ClusterHandle, names: list[str]) -> dict[str, str]:
             urls[name] = forward.url
     if opened:
         listed = ", ".join(f"svc/{f.service}:{f.service_port} at {f.url} (pid {f.pid})" for f in opened)
-        print(f"sregym: this host is not the cluster's node, so it reaches the observability stack through "
-              f"port-forwards of its own, stopped when it exits: {listed}", file=sys.stderr, flush=True)
+        progress(f"this host is not the cluster's node, so it reaches the observability stack through "
+                 f"port-forwards of its own, stopped when it exits (or by `sregym cleanup`): {listed}")
     return urls
 
 
@@ -195,12 +202,12 @@ def for_pods(cluster: ClusterHandle, url: str | None) -> str | None:
     return f"http://{ip}:{forward.service_port}"
 
 
-def endpoints(cluster: ClusterHandle) -> dict[str, str]:
+def endpoints(cluster: ClusterHandle, progress: Progress = _silent) -> dict[str, str]:
     """URLs reachable from here: ``prometheus``, ``traces`` (Jaeger API), ``logs``; plus
     ``otlp_traces_url`` (in-cluster, for services) and ``otlp_host_url`` (from here). From the
     cluster's only node (this host, or a pod in its network) the NodePorts; from any other pod
     (:func:`sregym.cluster.in_cluster.pod_namespace`) the Services; from any other host this
-    process's own port-forwards (:func:`reach`)."""
+    process's own port-forwards (:func:`reach`; ``progress`` is told when one opens)."""
     found = {name: os.environ.get(env) for name, env in _HOST_ENV.items()}
     missing = [name for name, url in found.items() if not url]
     how = reach(cluster) if missing else None
@@ -209,7 +216,7 @@ def endpoints(cluster: ClusterHandle) -> dict[str, str]:
     elif how == "services":
         base = service_urls()
     elif how == "port-forwards":
-        base = forwarded_urls(cluster, missing)
+        base = forwarded_urls(cluster, missing, progress)
     else:  # this host, or a pod in its network (hostNetwork on the local cluster): the sandbox's rules want addresses
         host, ports = node_address(cluster), node_ports()
         base = {name: f"http://{host}:{port}" for name, port in ports.items()}
@@ -263,13 +270,13 @@ def _workloads_ready(cluster: ClusterHandle) -> list[str]:
     return problems
 
 
-def problems(cluster: ClusterHandle) -> list[str]:
+def problems(cluster: ClusterHandle, progress: Progress = _silent) -> list[str]:
     """Why the stack is not ready (workloads not ready, an endpoint that does not answer)."""
     found = _workloads_ready(cluster)
     if found:
         return found
     try:
-        urls = endpoints(cluster)
+        urls = endpoints(cluster, progress)
     except ClusterError as e:  # a port-forward that did not start (its pod not running yet)
         return [e.message]
     silent = [name for name, path in _HEALTH.items() if not _answers(urls[name] + path)]
@@ -278,16 +285,17 @@ def problems(cluster: ClusterHandle) -> list[str]:
     return [f"{name} does not answer at {urls[name]}{_HEALTH[name]}" for name in silent]
 
 
-def observability_ready(cluster: ClusterHandle) -> bool:
+def observability_ready(cluster: ClusterHandle, progress: Progress = _silent) -> bool:
     """True when every workload of the stack is ready and each endpoint answers from this host."""
-    return not problems(cluster)
+    return not problems(cluster, progress)
 
 
-def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: float = 300) -> bool:
+def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: float = 300,
+                         progress: Progress = _silent) -> bool:
     """Install or upgrade the stack, or reuse it when it runs at the same chart hash and is ready.
 
     Returns True when it was (re)installed, False when reused. Images must be in the cluster
-    (`sregym images build`).
+    (`sregym images build`). ``progress`` is told what a person should know (a port-forward opened).
     """
     namespace = in_cluster.pod_namespace()
     if namespace is not None:  # a conductor in a pod: the fence admits its namespace once labelled
@@ -296,13 +304,13 @@ def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: 
     digest = values["sregym"]["chartHash"]
     state, installed_hash = release.installed(cluster, RELEASE, OBSERVABILITY_NAMESPACE)
     if state == "deployed" and installed_hash == digest:
-        if observability_ready(cluster):
+        if observability_ready(cluster, progress):
             return False
         if namespace is not None:
             # a new pod's address (or its namespace's new label) reaches the policy engine within
             # seconds: wait for it rather than reinstall the shared stack under other cells' feet
             try:
-                wait_ready(cluster, timeout=IN_POD_ADMISSION_S)
+                wait_ready(cluster, timeout=IN_POD_ADMISSION_S, progress=progress)
                 return False
             except ClusterError:
                 pass
@@ -312,15 +320,15 @@ def deploy_observability(cluster: ClusterHandle, *, wait: bool = True, timeout: 
         raise ClusterError(f"helm could not install the observability stack: {proc.stderr.strip()[-800:]}",
                            hint=f"kubectl -n {OBSERVABILITY_NAMESPACE} get events")
     if wait:
-        wait_ready(cluster, timeout=timeout)
+        wait_ready(cluster, timeout=timeout, progress=progress)
     return True
 
 
-def wait_ready(cluster: ClusterHandle, *, timeout: float = 300) -> None:
+def wait_ready(cluster: ClusterHandle, *, timeout: float = 300, progress: Progress = _silent) -> None:
     deadline = time.monotonic() + timeout
     left = ["not checked yet"]
     while time.monotonic() < deadline:
-        left = problems(cluster)
+        left = problems(cluster, progress)
         if not left:
             return
         time.sleep(3)

@@ -12,6 +12,11 @@ observability_cmd = typer.Typer(help="Deploy and inspect the observability stack
                                 no_args_is_help=True)
 
 
+def _note(message: str) -> None:
+    """What the stack's functions report (a port-forward this host opened), on stderr."""
+    Console(stderr=True).print(f"sregym: {message}", highlight=False, markup=False)
+
+
 def _cluster(kubeconfig, context):
     from sregym.cluster.providers import current_cluster
 
@@ -25,9 +30,9 @@ def deploy(kubeconfig: KubeconfigOpt = None, context: ContextOpt = None,
     from sregym.apps.observability import deploy_observability, endpoints
 
     cluster = _cluster(kubeconfig, context)
-    installed = deploy_observability(cluster, timeout=timeout)
+    installed = deploy_observability(cluster, timeout=timeout, progress=_note)
     Console().print(f"observability stack {'installed' if installed else 'already up to date'}")
-    _print_urls(endpoints(cluster))
+    _print_urls(endpoints(cluster, _note))
 
 
 @observability_cmd.command("status")
@@ -36,8 +41,8 @@ def status(kubeconfig: KubeconfigOpt = None, context: ContextOpt = None) -> None
     from sregym.apps.observability import endpoints, problems
 
     cluster = _cluster(kubeconfig, context)
-    left = problems(cluster)
-    _print_urls(endpoints(cluster))
+    left = problems(cluster, _note)
+    _print_urls(endpoints(cluster, _note))
     console = Console()
     if left:
         for line in left:

@@ -77,7 +77,7 @@ def cleanup(
     delete the objects those runs labelled, stop their agents and delete what those agents created.
     Safe to run any time; does nothing if all is clean."""
     from sregym.cluster.kube import Kube
-    from sregym.conductor.cleanup import cleanup_all, sweep_scratch
+    from sregym.conductor.cleanup import cleanup_all, stop_orphan_helpers, sweep_scratch
     from sregym.core.errors import FaultError
 
     load_plugins(plugins)
@@ -99,13 +99,18 @@ def cleanup(
         return Kube(Path(header.kubeconfig), header.context)
 
     results = cleanup_all(kube_for, force=force)
+    helpers, helper_errors = stop_orphan_helpers()
+    if helpers:
+        console.print(f"stopped {len(helpers)} helper process(es) of killed sregym processes: "
+                      + escape(", ".join(helpers)))
+    for error in helper_errors:
+        console.print(f"[red]incomplete[/] {escape(error)}")
     swept = sweep_scratch()  # after the killed runs' helpers are stopped
     if swept:
         console.print(f"removed {len(swept)} scratch folder(s) of killed runs from {swept[0].parent}")
     if not results:
         console.print("nothing to clean: no open journal")
-        return
-    failed = 0
+    failed = len(helper_errors)
     for r in results:
         if r.skipped:
             console.print(f"[yellow]skipped[/] {r.run_id}: {escape(r.skipped)}")
@@ -118,7 +123,8 @@ def cleanup(
                           + (f"; stopped {', '.join(r.stopped)}" if r.stopped else "")
                           + escape(agent_objects_summary(r.agent_objects)))
     if failed:
-        raise FaultError(f"{failed} run(s) could not be fully cleaned", hint="fix the cause above and run cleanup again")
+        raise FaultError(f"{failed} run(s) or helper process(es) could not be fully cleaned",
+                         hint="fix the cause above and run cleanup again")
 
 
 def register(app: typer.Typer) -> None:

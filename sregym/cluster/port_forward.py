@@ -12,6 +12,8 @@ and is dialled there on ``localhost``: no pod network and no NetworkPolicy is on
 policy engine's rules live in the node's namespace), so a forward reaches a fenced pod. kubectl
 forwards to one pod behind the Service, chosen at start; when that pod goes away kubectl exits,
 and :meth:`PortForward.alive` says so (start it again: it asks for the same port first).
+Each kubectl is recorded as soon as it is started (:mod:`sregym.cluster.owned_processes`), so when
+the sregym process that owns it is killed, ``sregym cleanup`` stops it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import threading
 import time
 
 from sregym.cluster.handle import ClusterHandle
+from sregym.cluster import owned_processes
 from sregym.cluster.kube import kubectl_path
 from sregym.core.errors import ClusterError
 
@@ -40,6 +43,7 @@ class PortForward:
         self.port = 0  # the local port; 0 until started, then kept so a restart asks for it again
         self.pid: int | None = None
         self._proc: subprocess.Popen[str] | None = None
+        self._identity: owned_processes.ProcessIdentity | None = None
 
     @property
     def url(self) -> str:
@@ -71,6 +75,12 @@ class PortForward:
         proc = subprocess.Popen(self.argv(port), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                                 start_new_session=True)
         self._proc, self.pid = proc, proc.pid
+        try:  # before waiting on it: from here on a killed sregym leaves nothing cleanup cannot stop
+            self._identity = owned_processes.record(proc.pid, f"kubectl port-forward svc/{self.service} "
+                                                    f"-n {self.namespace}")
+        except Exception:
+            self.stop()
+            raise
         lines: list[str] = []
         found = threading.Event()
 
@@ -93,11 +103,16 @@ class PortForward:
                 raise ClusterError(f"kubectl port-forward to svc/{self.service} in namespace {self.namespace} did not "
                                    f"start within {timeout:.0f}s: {said}",
                                    hint=f"kubectl -n {self.namespace} get pods,endpoints")
+        now = owned_processes.ProcessIdentity.of(proc.pid)
+        if now is not None and now != self._identity:  # a kubectl wrapper exec'd the real one: same pid and start
+            self._identity = owned_processes.record(proc.pid, f"kubectl port-forward svc/{self.service} "
+                                                    f"-n {self.namespace}")
         return self.url
 
     def stop(self) -> None:
         """Stop the process by its PID (and its session, which is its own) and reap it."""
         proc, self._proc = self._proc, None
+        identity, self._identity = self._identity, None
         if proc is None:
             return
         if proc.poll() is None:
@@ -112,3 +127,5 @@ class PortForward:
                 proc.wait(timeout=5)
         else:
             proc.wait()
+        if identity is not None:
+            owned_processes.forget(identity)

@@ -14,7 +14,10 @@ is idempotent, so a second cleanup after a partial one finishes the job and one 
 finds nothing open. A namespace that a live run (another journal, its process alive) works in is
 left to that run: neither its agent's access nor its objects are touched.
 
-Apart from journals, the private scratch folders a killed run's API proxy and tool server left in
+Apart from journals, the helper processes that belong to a killed sregym process rather than to one
+of its runs (its port-forwards to the observability stack) are stopped from their records
+(:func:`stop_orphan_helpers`), each only while it is still the very process recorded; and the
+private scratch folders a killed run's API proxy and tool server left in
 the temp folder are swept (:func:`sweep_scratch`): only those whose owning process is gone and that
 no live process works in.
 """
@@ -31,6 +34,8 @@ from typing import Any
 from sregym.agentplane.sandbox import delete_sandbox_namespace
 from sregym.cluster.agent_access import revoke_agent_access
 from sregym.cluster.handle import ClusterHandle
+from sregym.cluster.owned_processes import stop_orphans
+from sregym.cluster.scratch import process_start_time
 from sregym.cluster.scratch import sweep_stale_scratch
 from sregym.conductor import agent_objects
 from sregym.conductor.faultplane import build_injector
@@ -67,11 +72,14 @@ def _process_alive(pid: int) -> bool:
     return b"sregym" in cmdline
 
 
-def stop_processes(processes: dict[int, str]) -> list[str]:
+def stop_processes(processes: dict[int, str], starts: dict[int, str] | None = None) -> list[str]:
     """Stop the run's helper processes that are still alive and still what was journaled (a pid may
-    have been reused: the command line must name the same module)."""
+    have been reused: the start time, where journaled, must be the same, and the command line must
+    name the same module)."""
     stopped = []
     for pid, what in processes.items():
+        if (starts or {}).get(pid) not in (None, process_start_time(pid)):
+            continue  # another process has this pid now
         try:
             cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
@@ -131,7 +139,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         before = None
         result.errors.append(f"reading the app namespace journaled before the agent started: {e}")
     journal = Journal(rj.run_id, directory or rj.path.parent)
-    result.stopped = stop_processes(rj.processes)
+    result.stopped = stop_processes(rj.processes, rj.process_starts)
     for namespace in rj.sandboxes if kube is not None else []:  # the agent must not outlive its run
         try:
             delete_sandbox_namespace(kube, namespace)
@@ -185,6 +193,12 @@ def cleanup_all(kube_for: Callable[[RunHeader | None], Any], *, directory: Path 
                              for ns in app_namespaces(rj)}
     return [cleanup_run(rj, kube_for(rj.header), directory=directory, force=force, busy=busy)
             for rj in reversed(journals)]
+
+
+def stop_orphan_helpers(directory: Path | None = None) -> tuple[list[str], list[str]]:
+    """Stop the helper processes (port-forwards) of sregym processes that were killed, by pid, each
+    only while its start time and command line are still the ones recorded; (stopped, errors)."""
+    return stop_orphans(directory)
 
 
 def sweep_scratch(root: Path | None = None) -> list[Path]:

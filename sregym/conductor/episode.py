@@ -57,8 +57,9 @@ class AppDriver(Protocol):
     """What an episode needs from the apps layer (``sregym.apps.app_driver`` provides it; a test
     may pass any object with these three methods)."""
 
-    def deploy(self, app: AppRef, cluster: ClusterHandle) -> DeployedApp:
-        """Install the app (or reuse a healthy install at the same chart hash) and wait until Ready."""
+    def deploy(self, app: AppRef, cluster: ClusterHandle, progress: Callable[[str], None]) -> DeployedApp:
+        """Install the app (or reuse a healthy install at the same chart hash) and wait until Ready;
+        ``progress`` is told, one line each, what a person should know (shown with the run's phases)."""
 
     def health(self, deployed: DeployedApp, cluster: ClusterHandle) -> tuple[bool, str]:
         """Whether every workload is ready and no pod crash-loops; the detail says what is not."""
@@ -186,7 +187,7 @@ class Episode:
     # -- before any change -------------------------------------------------------------------------
     async def deploy(self) -> DeployedApp:
         """Deploy the app (or reuse it) and make sure the hidden namespace exists."""
-        self.app = await anyio.to_thread.run_sync(self.driver.deploy, self.problem.app, self.cluster)
+        self.app = await anyio.to_thread.run_sync(self.driver.deploy, self.problem.app, self.cluster, self.phases.note)
         if self.record is not None:
             self.record.namespace = self.app.namespace
         await anyio.to_thread.run_sync(ensure_hidden_namespace, self.cluster.kube)

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
 
 Op = Literal["run", "intent", "applied", "recovered", "recover_failed", "process", "sandbox", "before_agent",
@@ -72,6 +73,8 @@ class Entry(BaseModel):
     header: RunHeader | None = None
     error: str | None = None
     pid: int | None = Field(None, description="op 'process': a helper process the run started")
+    start: str | None = Field(None, description="op 'process': its start time (/proc/<pid>/stat field 22), "
+                              "so a later process with its pid is told apart")
     before_agent: BeforeAgent | None = None
 
 
@@ -118,8 +121,9 @@ class Journal:
 
     def process(self, pid: int, what: str) -> None:
         """A helper process (its own process group) that must not outlive the run, e.g. the agent's
-        tool server: cleanup stops it if the run was killed."""
-        self._append(Entry(op="process", run_id=self.run_id, key=what, pid=pid))
+        tool server: cleanup stops it if the run was killed, only while it has the start time
+        recorded here (a pid the kernel gave to another process since is not it)."""
+        self._append(Entry(op="process", run_id=self.run_id, key=what, pid=pid, start=process_start_time(pid)))
 
     def sandbox(self, namespace: str) -> None:
         """The agent's sandbox namespace, written before it is created: cleanup deletes it (and every
@@ -153,6 +157,7 @@ class RunJournal:
     closed: bool = False
     corrupt_lines: int = 0
     processes: dict[int, str] = field(default_factory=dict)
+    process_starts: dict[int, str] = field(default_factory=dict)  # pid -> start time, where journaled
     sandboxes: list[str] = field(default_factory=list)
     before_agent: BeforeAgent | None = None
 
@@ -182,6 +187,8 @@ def read_journal(path: Path) -> RunJournal:
             rj.recovered.add(e.key)
         elif e.op == "process" and e.pid:
             rj.processes[e.pid] = e.key or ""
+            if e.start:
+                rj.process_starts[e.pid] = e.start
         elif e.op == "sandbox" and e.key and e.key not in rj.sandboxes:
             rj.sandboxes.append(e.key)
         elif e.op == "before_agent" and e.before_agent is not None:

@@ -229,7 +229,7 @@ class JobCellRunner:
                  deploy_stack: Callable[[Any], Any] | None = None):
         self.pod, self.problems_dirs, self.kube = pod, [Path(d).absolute() for d in problems_dirs], kube
         self.say, self.sleep = console, sleep
-        self.deploy_stack = deploy_stack or _deploy_observability
+        self.deploy_stack = deploy_stack or (lambda cluster: _deploy_observability(cluster, self.say))
         self._stack_lock, self._stack_ready = threading.Lock(), False
 
     def ensure_stack(self, cluster: Any) -> None:
@@ -366,10 +366,10 @@ class JobCellRunner:
         return errors
 
 
-def _deploy_observability(cluster: Any) -> None:
+def _deploy_observability(cluster: Any, say: Callable[[str], None]) -> None:
     from sregym.apps.observability import deploy_observability
 
-    deploy_observability(cluster)
+    deploy_observability(cluster, progress=say)
 
 
 def load_job_pod(path: Path | None) -> JobPod:

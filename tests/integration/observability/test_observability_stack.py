@@ -3,10 +3,16 @@ container and node series; the trace store takes OTLP and answers Jaeger's API; 
 what a pod printed."""
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import time
 import urllib.parse
 import urllib.request
 import uuid
+from pathlib import Path
 
 import pytest
 from kubernetes import client
@@ -143,8 +149,6 @@ def test_a_conductor_off_the_node_reaches_the_stack_through_port_forwards_it_sto
     traffic: sregym opens kubectl port-forwards on loopback (a forward is dialled inside the pod's
     own network, where no policy applies), and each endpoint answers through them with the fence on.
     Here the local cluster stands in for such a cluster by saying this host is not its node."""
-    import os
-
     for env in ("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL", "SREGYM_LOGS_URL", "SREGYM_OTLP_URL"):
         monkeypatch.delenv(env, raising=False)
     monkeypatch.setattr(observability, "conductor_is_the_node", lambda c: False)
@@ -169,3 +173,76 @@ def test_a_conductor_off_the_node_reaches_the_stack_through_port_forwards_it_sto
     finally:
         observability.close_port_forwards()
     assert not any(os.path.exists(f"/proc/{pid}") for pid in pids)
+
+
+# A conductor off the node, as its own process: opens the forwards as the conductor does, says their
+# kubectl pids, and waits to be killed.
+OFF_NODE_CONDUCTOR = """
+import json, sys, time
+from pathlib import Path
+from sregym.apps import observability
+from sregym.cluster.handle import ClusterHandle
+
+cluster = ClusterHandle(sys.argv[1], sys.argv[2], Path(sys.argv[3]), sys.argv[4] or None)
+observability.conductor_is_the_node = lambda c: False
+urls = observability.endpoints(cluster)
+print(json.dumps({"pids": [f.pid for f in observability._forwards.values()], "urls": urls}), flush=True)
+time.sleep(600)
+"""
+
+
+def _running(pid: int) -> bool:
+    """The process runs (a zombie has exited: it holds no port and waits only to be reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
+
+
+def _answers_tcp(url: str) -> bool:
+    host, port = urllib.parse.urlsplit(url).hostname, urllib.parse.urlsplit(url).port
+    try:
+        socket.create_connection((host, port), timeout=2).close()
+        return True
+    except OSError:
+        return False
+
+
+def test_the_forwards_of_a_killed_conductor_are_stopped_by_cleanup(cluster, stack, tmp_path):
+    """SIGKILL runs no exit handler: the conductor's kubectl port-forwards outlive it (their own
+    session, so not even its process group's signal takes them). They were recorded with their
+    identity before anything waited on them, so `sregym cleanup` stops exactly those."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL",
+                                                                     "SREGYM_LOGS_URL", "SREGYM_OTLP_URL"))}
+    env["SREGYM_STATE"] = str(tmp_path / "state")  # this test's state only: no other run's journal is touched
+    argv = [sys.executable, "-c", OFF_NODE_CONDUCTOR, cluster.name, cluster.provider, str(cluster.kubeconfig),
+            cluster.context or ""]
+    conductor = subprocess.Popen(argv, stdout=subprocess.PIPE, text=True, env=env)
+    pids: list[int] = []
+    try:
+        opened = json.loads(conductor.stdout.readline() or "{}")
+        pids = opened.get("pids", [])
+        assert len(pids) == 4 and all(_running(pid) for pid in pids), opened
+        # no connection through them before the kill: kubectl writes a line per connection, and one
+        # written after its reader died is a SIGPIPE that ends it (an idle forward lives on)
+        conductor.kill()
+        conductor.wait(timeout=10)
+        time.sleep(1)
+        assert all(_running(pid) for pid in pids)  # what a killed conductor leaves
+        cleanup = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env=env, capture_output=True,
+                                 text=True, timeout=120)
+        assert cleanup.returncode == 0, cleanup.stderr
+        assert "stopped 4 helper process(es)" in cleanup.stderr, cleanup.stderr
+        assert not any(_running(pid) for pid in pids)
+        assert not any(_answers_tcp(opened["urls"][name]) for name in ("prometheus", "traces", "logs"))
+        again = subprocess.run([sys.executable, "-m", "sregym", "cleanup"], env=env, capture_output=True, text=True,
+                               timeout=120)
+        assert again.returncode == 0 and "helper process" not in again.stderr, again.stderr
+    finally:
+        if conductor.poll() is None:
+            conductor.kill()
+            conductor.wait()
+        conductor.stdout.close()
+        for pid in pids:  # only what this test started, by pid, if cleanup did not stop it
+            if _running(pid):
+                os.kill(pid, signal.SIGKILL)

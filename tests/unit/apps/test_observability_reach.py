@@ -7,61 +7,18 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pytest
+from off_the_node import ENVS, FakeForward
+from off_the_node import workstation as off_the_node
 
 from sregym.apps import observability
 from sregym.cluster import in_cluster
 from sregym.core.constants import OBSERVABILITY_NAMESPACE
 
-ENVS = ("SREGYM_PROMETHEUS_URL", "SREGYM_TRACES_URL", "SREGYM_LOGS_URL", "SREGYM_OTLP_URL")
-CLUSTER_IPS = {"prometheus": "10.96.0.9", "jaeger-query": "10.96.0.16", "log-query": "10.96.0.8",
-               "jaeger-collector": "10.96.0.43"}
-
-
-class FakeForward:
-    """Stands for a kubectl process: each start takes the next port, unless it kept one."""
-
-    started: list[FakeForward] = []
-    next_port = 41000
-
-    def __init__(self, cluster, namespace, service, service_port):
-        self.namespace, self.service, self.service_port = namespace, service, service_port
-        self.port, self.pid, self.running = 0, None, False
-
-    @property
-    def url(self):
-        return f"http://127.0.0.1:{self.port}"
-
-    def alive(self):
-        return self.running
-
-    def start(self):
-        if not self.port:
-            FakeForward.next_port += 1
-            self.port = FakeForward.next_port
-        self.running, self.pid = True, 4000 + self.port
-        FakeForward.started.append(self)
-        return self.url
-
-    def stop(self):
-        self.running = False
-
 
 @pytest.fixture
 def workstation(monkeypatch):
     """A host that is not the cluster's node and not a pod, no SREGYM_*_URL set."""
-    for env in ENVS:
-        monkeypatch.delenv(env, raising=False)
-    monkeypatch.setattr(observability, "conductor_is_the_node", lambda cluster: False)
-    monkeypatch.setattr(in_cluster, "pod_namespace", lambda *a: None)
-    monkeypatch.setattr(observability, "PortForward", FakeForward)
-    monkeypatch.setattr(observability.atexit, "register", lambda f: registered.append(f))
-    registered: list = []
-    FakeForward.started = []
-    services = SimpleNamespace(read_namespaced_service=lambda name, ns: SimpleNamespace(
-        spec=SimpleNamespace(cluster_ip=CLUSTER_IPS[name])))
-    cluster = SimpleNamespace(kube=SimpleNamespace(core=services), provider="kind",
-                              kubeconfig="/home/me/.kube/config", context="kind-sregym")
-    yield SimpleNamespace(cluster=cluster, atexit=registered)
+    yield off_the_node(monkeypatch)
     observability.close_port_forwards()
 
 
@@ -129,16 +86,17 @@ def test_the_sandboxed_tool_server_is_never_handed_a_forward_of_this_host(workst
     assert not observability.is_port_forward("http://10.96.0.16:16686")
 
 
-def test_the_agent_session_hands_the_tool_server_only_pod_addresses():
-    """The conductor passes the app's trace and log URLs through for_pods before the agent plane
-    sees them (the Prometheus view, on this host, is what the plane gets for metrics)."""
-    import inspect
-
-    from sregym.conductor import agent
-
-    source = inspect.getsource(agent.agent_session)
-    assert "for_pods(cluster, app.traces_url)" in source and "for_pods(cluster, app.logs_url)" in source
-    assert "traces_url=app.traces_url" not in source and "logs_url=app.logs_url" not in source
+def test_what_was_opened_is_told_to_the_callers_progress_not_printed(workstation, capsys):
+    """The CLI shows its progress live: the apps layer tells its caller, which decides how to show it."""
+    told: list[str] = []
+    urls = observability.endpoints(workstation.cluster, told.append)
+    (notice,) = told
+    for forward in FakeForward.started:
+        assert f"svc/{forward.service}:{forward.service_port} at {forward.url} (pid {forward.pid})" in notice
+    assert "sregym cleanup" in notice and urls["prometheus"] in notice
+    observability.endpoints(workstation.cluster, told.append)
+    assert len(told) == 1  # the same forwards: nothing new to say
+    assert capsys.readouterr() == ("", "")
 
 
 def test_readiness_reopens_a_silent_forward_and_reports_one_that_cannot_start(workstation, monkeypatch):

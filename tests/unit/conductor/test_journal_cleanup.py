@@ -270,7 +270,7 @@ def test_cleanup_tears_down_with_the_journaled_snapshot_only_once_the_agent_is_s
 
     log: list[str] = []
     kube = fake_kube(AppNamespace("app", log), tmp_path)
-    monkeypatch.setattr(cleanup, "stop_processes", lambda processes: log.append("stop tool server") or [])
+    monkeypatch.setattr(cleanup, "stop_processes", lambda *a: log.append("stop tool server") or [])
     monkeypatch.setattr(cleanup, "delete_sandbox_namespace", lambda kube, ns: log.append(f"delete sandbox {ns}"))
     torn_down: list[tuple[Snapshot, str]] = []
 
@@ -431,3 +431,28 @@ def test_typed_state_is_journaled_as_the_same_json_and_handed_back_typed(world: 
     anyio.run(go)
     after = json.loads(world.read_text())
     assert after["a"] == "good" and after["_recovered_with"]["state"] == "FileState"
+
+
+def test_a_helper_pid_that_another_process_has_now_is_not_stopped(tmp_path: Path):
+    """The journaled tool server exited and the kernel gave its pid to another process whose command
+    line names the same module (another run's tool server): its start time tells them apart."""
+    import subprocess
+    import sys
+
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "unit-tool-server"],
+                             start_new_session=True)
+    try:
+        journal = Journal("r8", tmp_path)
+        journal.start(RunHeader(run_id="r8", problem_id="p", pid=999_999_999))
+        journal.process(other.pid, "unit-tool-server")
+        lines = journal.path.read_text().splitlines()
+        entry = json.loads(lines[-1])
+        assert entry["start"]  # journaled with its identity
+        entry["start"] = str(int(entry["start"]) - 1)  # the journaled process started earlier: not this one
+        journal.path.write_text("\n".join([*lines[:-1], json.dumps(entry)]) + "\n")
+        [result] = cleanup_all(lambda header: None, directory=tmp_path)
+        assert result.stopped == [] and result.closed
+        assert other.poll() is None
+    finally:
+        other.kill()
+        other.wait()

@@ -38,7 +38,7 @@ if "unit_world_good" not in MITIGATION_ORACLES.names():
 
 
 class Driver:
-    def deploy(self, app, cluster):
+    def deploy(self, app, cluster, progress):
         return SimpleNamespace(namespace="app", prometheus_url=None, info=None, name="app")
 
     def health(self, app, cluster):

@@ -35,7 +35,7 @@ def test_on_kind_the_conductor_uses_port_forwards_not_the_loopback_node_ports(mo
     kind.__dict__["kube"] = SimpleNamespace(core=SimpleNamespace(list_node=lambda: SimpleNamespace(items=nodes)))
     assert observability.reach(kind) == "port-forwards"
     monkeypatch.setattr(observability, "forwarded_urls",
-                        lambda cluster, names: {n: f"http://127.0.0.1:{41000 + i}" for i, n in enumerate(names)})
+                        lambda cluster, names, progress: {n: f"http://127.0.0.1:{41000 + i}" for i, n in enumerate(names)})
     urls = observability.endpoints(kind)
     ports = observability.node_ports()
     assert urls["prometheus"] == "http://127.0.0.1:41000" != f"http://127.0.0.1:{ports['prometheus']}"

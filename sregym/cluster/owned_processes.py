@@ -1,0 +1,189 @@
+"""Helper processes that must not outlive the sregym process that started them (its port-forwards),
+recorded where ``sregym cleanup`` finds them when that process was killed.
+
+A process is started, then recorded at once (before anything waits on it) in a file of its owner,
+``$SREGYM_STATE/processes/<owner pid>-<owner start time>.jsonl``: each line fsync'd, each process
+named by its identity: pid, start time (``/proc/<pid>/stat`` field 22) and command line. Stopping it
+normally appends ``stopped`` (the file goes when nothing in it runs). These processes belong to the
+sregym process, not to one run: a suite's runs share them, and a command that is no run
+(``sregym observability status``) opens them too, so they are kept beside the run journals, not in one.
+
+``sregym cleanup`` (:func:`stop_orphans`) reads the files of owners that are gone (no process has
+that pid with that start time) and stops each recorded process that is still itself: same pid,
+start time and command line, through a pidfd taken before the check, so a pid the kernel has given
+to another process since is never signalled. Then the file goes; a second cleanup finds nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from sregym.cluster.local.paths import state_root
+from sregym.cluster.scratch import process_start_time
+from sregym.core.errors import PrerequisiteError
+
+STOP_WAIT_S = 5.0
+_lock = threading.Lock()
+
+
+def records_dir() -> Path:
+    return state_root() / "processes"
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    """What tells one process from a later one with the same pid."""
+
+    pid: int
+    start: str | None  # clock ticks since boot; None where there is no /proc (never matched then)
+    cmdline: tuple[str, ...]
+
+    @classmethod
+    def of(cls, pid: int) -> ProcessIdentity | None:
+        """The running process ``pid`` (not a zombie: it has exited), or None."""
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+            raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, IndexError):
+            return None
+        if state in ("Z", "X"):
+            return None
+        return cls(pid, process_start_time(pid), tuple(x.decode(errors="replace") for x in raw.split(b"\0")[:-1]))
+
+    def is_running(self) -> bool:
+        """True while this very process runs (a recycled pid has another start time)."""
+        return self.start is not None and ProcessIdentity.of(self.pid) == self
+
+
+def _owner_file(directory: Path | None = None) -> Path:
+    pid = os.getpid()
+    return (directory or records_dir()) / f"{pid}-{process_start_time(pid)}.jsonl"
+
+
+def _append(path: Path, entry: dict) -> None:
+    new = not path.exists()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("a", encoding="utf-8") as f:
+        f.write(json.dumps(entry) + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    if new:  # the new file's directory entry must be durable too
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@dataclass(frozen=True)
+class Recorded:
+    identity: ProcessIdentity
+    what: str
+
+
+def _read(path: Path) -> list[Recorded]:
+    """The processes a file records as started and not stopped, in order; a torn line is skipped."""
+    started: dict[tuple[int, str | None], Recorded] = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            e = json.loads(line)
+            key = (int(e["pid"]), e.get("start"))
+            if e["op"] == "started":
+                started[key] = Recorded(ProcessIdentity(key[0], key[1], tuple(map(str, e["cmdline"]))), str(e["what"]))
+            elif e["op"] == "stopped":
+                started.pop(key, None)
+        except (ValueError, KeyError, TypeError):
+            continue
+    return list(started.values())
+
+
+def record(pid: int, what: str, *, directory: Path | None = None) -> ProcessIdentity:
+    """Record the process ``pid`` this process just started (``what`` names it for a person) so
+    cleanup can stop it if this process is killed. PrerequisiteError when the state folder cannot be
+    written: a process nobody could stop after a crash is not started (the caller stops it)."""
+    identity = ProcessIdentity.of(pid) or ProcessIdentity(pid, process_start_time(pid), ())
+    path = _owner_file(directory)
+    try:
+        with _lock:
+            _append(path, {"op": "started", "pid": pid, "start": identity.start, "cmdline": list(identity.cmdline),
+                           "what": what})
+    except OSError as e:
+        raise PrerequisiteError(f"cannot record the helper process {what} in {path}: {e}",
+                                hint="set SREGYM_STATE to a writable folder") from None
+    return identity
+
+
+def forget(identity: ProcessIdentity, *, directory: Path | None = None) -> None:
+    """The process was stopped by its owner: no cleanup needed. The file goes once nothing in it runs."""
+    path = _owner_file(directory)
+    with _lock:
+        try:
+            _append(path, {"op": "stopped", "pid": identity.pid, "start": identity.start})
+            if not _read(path):
+                path.unlink(missing_ok=True)
+        except OSError:
+            pass  # recorded as running: cleanup finds it gone (or not itself) and only drops the file
+
+
+def _stop(identity: ProcessIdentity) -> bool:
+    """Stop the process if it is still ``identity``; True when it was and is stopped now."""
+    try:
+        fd = os.pidfd_open(identity.pid)  # holds this very process: a later one with its pid is another
+    except (ProcessLookupError, AttributeError, OSError):
+        return False
+    try:
+        if not identity.is_running():
+            return False
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                signal.pidfd_send_signal(fd, sig)
+            except ProcessLookupError:
+                return True
+            except PermissionError:  # another user's process: reported as not stopped
+                return False
+            if select.select([fd], [], [], STOP_WAIT_S)[0]:  # readable once it has exited
+                return True
+        return False
+    finally:
+        os.close(fd)
+
+
+def owner_alive(path: Path) -> bool:
+    """Whether the process a record file belongs to still runs (its name: ``<pid>-<start time>``)."""
+    pid, _, start = path.stem.partition("-")
+    try:
+        return process_start_time(int(pid)) == start
+    except ValueError:
+        return True  # not a name this module makes: not ours to judge
+
+
+def stop_orphans(directory: Path | None = None) -> tuple[list[str], list[str]]:
+    """Stop the recorded processes of owners that are gone, each only while it is still the process
+    recorded, and drop their files. Returns (what was stopped, errors); idempotent."""
+    d = directory or records_dir()
+    stopped: list[str] = []
+    errors: list[str] = []
+    for path in sorted(d.glob("*.jsonl")) if d.is_dir() else []:
+        if owner_alive(path):
+            continue
+        try:
+            recorded = _read(path)
+        except OSError as e:
+            errors.append(f"reading {path}: {e}")
+            continue
+        left = []
+        for r in recorded:
+            if _stop(r.identity):
+                stopped.append(f"{r.what} (pid {r.identity.pid})")
+            elif r.identity.is_running():
+                left.append(r)
+                errors.append(f"{r.what} (pid {r.identity.pid}) did not stop")
+        if not left:
+            path.unlink(missing_ok=True)
+    return stopped, errors

@@ -95,6 +95,7 @@ class Ledger:
         self.slowest: dict[str, float] = {}
         self.outcome: dict[str, str] = {}  # finished: passed | failed | skipped | known_open (last attempt)
         self.reruns: dict[str, int] = {}
+        self.rerun_reasons: dict[str, str] = {}  # why the first attempt that was rerun failed
         self.skip_reasons: dict[str, str] = {}
         self.running: str | None = None
 
@@ -107,6 +108,7 @@ class Ledger:
         nodeid = report.nodeid
         if report.outcome == "rerun":
             self.reruns[nodeid] = self.reruns.get(nodeid, 0) + 1
+            self.rerun_reasons.setdefault(nodeid, failure_line(report))
             self.attempt[nodeid] = "rerun"  # the next attempt decides
         elif report.failed:
             self.attempt[nodeid] = "failed"
@@ -144,6 +146,15 @@ class Ledger:
                 path = item.nodeid.split("::")[0]
                 files[path] = files.get(path, 0) + 1
         return files
+
+
+def failure_line(report, most: int = 300) -> str:
+    """One line saying why an attempt failed (pytest's crash message), for the closing lines: a
+    flaky test's first failure is what tells its cause, and -rR does not print it."""
+    crash = getattr(getattr(report, "longrepr", None), "reprcrash", None)
+    text = getattr(crash, "message", None) or str(getattr(report, "longrepr", "") or "")
+    line = " ".join(text.split())
+    return line if len(line) <= most else line[: most - 3] + "..."
 
 
 LEDGER = Ledger()
@@ -202,8 +213,8 @@ def pytest_terminal_summary(terminalreporter, exitstatus):
     lines += [f"SKIPPED  {n}: {LEDGER.skip_reasons.get(n, '')}" for n in LEDGER.with_outcome("skipped")]
     lines += [f"KNOWN OPEN {n}: {LEDGER.skip_reasons.get(n, '')} (ran and failed as expected; strict, so it turns "
               "the run red once it passes)" for n in LEDGER.with_outcome("known_open")]
-    lines += [f"RERUN    {n} ({k} rerun{'s' * (k > 1)}, then {LEDGER.outcome.get(n, 'cut short')})"
-             for n, k in LEDGER.reruns.items()]
+    lines += [f"RERUN    {n} ({k} rerun{'s' * (k > 1)}, then {LEDGER.outcome.get(n, 'cut short')}; first failure: "
+              f"{LEDGER.rerun_reasons.get(n) or 'not reported'})" for n, k in LEDGER.reruns.items()]
     lines += [f"FLAKY    {n}: passed only on its rerun" for n in LEDGER.flaky()]
     lines += [f"TIERING  {n}: took {s:.0f}s, over the ci tier's {CI_TEST_SECONDS:.0f}s per test "
               "(SREGYM_CI_TEST_SECONDS): make it faster or mark it long" for n, s in slow]

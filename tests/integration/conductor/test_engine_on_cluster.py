@@ -68,6 +68,23 @@ def open_journals(env: dict[str, str]) -> list[Path]:
     return sorted((Path(env["SREGYM_STATE"]) / "journal").glob("*.jsonl"))
 
 
+def journaled_helpers(env: dict[str, str]) -> dict[int, str]:
+    """pid -> name of every helper process the open journals record."""
+    from sregym.conductor.journal import read_journal
+
+    return {pid: what for path in open_journals(env) for pid, what in read_journal(path).processes.items()}
+
+
+def still_running(pid: int, env: dict[str, str]) -> bool:
+    """Whether the journaled helper ``pid`` is still the process that was journaled (and not a zombie)."""
+    from sregym.cluster.owned_processes import ProcessIdentity
+    from sregym.conductor.journal import read_journal
+
+    starts = {p: s for path in open_journals(env) for p, s in read_journal(path).process_starts.items()}
+    now = ProcessIdentity.of(pid)
+    return now is not None and now.start == starts.get(pid, now.start)
+
+
 def test_a_run_with_the_noop_agent_writes_a_valid_record_and_leaves_no_fault(cluster, tmp_path, state):
     out = tmp_path / "runs"
     proc = subprocess.run(run_args(cluster, out), env=state, capture_output=True, text=True, timeout=900)
@@ -158,13 +175,21 @@ def test_sigkill_at_any_phase_then_cleanup_leaves_no_fault(cluster, tmp_path, st
             proc.kill()
             proc.wait()
     assert open_journals(state), "the killed run left no journal"
+    helpers = journaled_helpers(state)
+    running = {pid: what for pid, what in helpers.items() if still_running(pid, state)}
     clean = subprocess.run([sys.executable, "-m", "sregym", "cleanup", "--kubeconfig", str(cluster.kubeconfig)],
                            env=state, capture_output=True, text=True, timeout=300)
     assert clean.returncode == 0, clean.stderr
     assert "clean" in clean.stderr
     if op == "process":  # the agent's helpers (API proxy first, then the tool server) must not outlive the run
+        assert helpers, "the run was killed after journaling a helper process, yet the journal names none"
+        # A helper may already have ended with its parent (the API proxy runs with -exit-with-parent);
+        # each one still running when cleanup started is one cleanup must stop and name.
         stopped = clean.stderr.replace("\n", "")
-        assert "stopped agentproxy" in stopped or "stopped sregym.agentplane.server" in stopped
+        for pid, what in running.items():
+            assert f"{what} ({pid})" in stopped, f"{what} ({pid}) was running, cleanup did not say it stopped it"
+    assert not [f"{what} ({pid})" for pid, what in helpers.items() if still_running(pid, state)], \
+        "a journaled helper of the killed run outlived cleanup"
     assert greeting(cluster) == "hello"
     assert open_journals(state) == []
     again = subprocess.run([sys.executable, "-m", "sregym", "cleanup", "--kubeconfig", str(cluster.kubeconfig)],

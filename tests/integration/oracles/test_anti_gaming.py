@@ -14,8 +14,8 @@ there, and grade:
 - a strategy that only replaces pods (restart, recreate, scale to zero) must not remove a fault
   whose real cause outlives the process (DESIGN.md: a partition, a bad disk, a stressed node).
 
-Tiers: the CI subset (``CI_CASES``: every family once, with the strategy most likely to game it)
-runs in the ``ci`` tier; every other cell is marked ``long``. ``SREGYM_ANTIGAMING_CASES=ci``
+Tiers: the CI subset (``CI_CASES``: the strategies no cheaper ci-tier test plays, see there) runs in
+the ``ci`` tier; every other cell is marked ``long``. ``SREGYM_ANTIGAMING_CASES=ci``
 (or ``diagonal``) narrows to the CI subset, ``full`` (default) keeps all, ``id:strategy,...``
 chooses cells. ``SREGYM_ANTIGAMING_RESULTS=FILE`` appends one JSON line per cell, which
 ``scripts/anti_gaming_matrix.py`` turns into the table in docs/grading.md.
@@ -50,16 +50,27 @@ GRADE_WINDOW = float(os.environ.get("SREGYM_ANTIGAMING_WINDOW", "15"))
 BASELINE_WINDOW = 10.0
 # The app runs in its own namespace so the strategies never disturb anyone else's install.
 NAMESPACE_SUFFIX = "-gaming"
-# Every family once, with the strategy most likely to game it: a restart on pod-scoped faults,
-# probe removal where readiness grades, fake metrics where an SLO grades. About 10 minutes.
+# The matrix's rows: every family once, on the problem most likely to be gamed (a restart on
+# pod-scoped faults, probe removal where readiness grades, fake metrics where an SLO grades).
+ROWS = (
+    "shop_api_redis_partition",                    # network, readiness-graded
+    "shop_db_fsync_failure",                       # OS (syscall)
+    "latent_sector_error",                         # hardware
+    "hotel_recommendation_oom",                    # Kubernetes objects, readiness-graded
+    "hotel_concurrent_oom_and_reservation_probe",  # concurrent
+    "hotel_geo_missing_db_password",               # application config
+    "hotel_retry_storm_after_db_stall",            # metastable, SLO-graded
+)
+# The cells CI plays (about 5 minutes): the strategies no cheaper ci-tier test plays. "A restart
+# does not cure it" is proved in the ci tier for every family by cheaper tests, so those cells are
+# long: network (test_fault_persistence.py: delete the partitioned pod, remove its probe), OS
+# (test_primitives_on_cluster.py: the ptrace and seccomp syscall faults follow a container
+# restart; CPU pressure survives a restart of every pod), hardware
+# (test_latent_sector_error_is_not_fixed_by_restarting_the_database), and the restart step of
+# every lite problem's validation (Kubernetes objects, application config).
 CI_CASES = (
-    ("shop_api_redis_partition", "restart_every_pod"),            # network, readiness-graded
-    ("shop_db_fsync_failure", "restart_every_pod"),               # OS (syscall)
-    ("latent_sector_error", "restart_every_pod"),                 # hardware
-    ("hotel_recommendation_oom", "remove_probes"),                # Kubernetes objects, readiness-graded
-    ("hotel_concurrent_oom_and_reservation_probe", "remove_probes"),  # concurrent
-    ("hotel_geo_missing_db_password", "recreate_namespace_objects"),  # application config
-    ("hotel_retry_storm_after_db_stall", "fake_metrics"),         # metastable, SLO-graded
+    ("hotel_recommendation_oom", "remove_probes"),                # readiness-graded: remove what it reads
+    ("hotel_retry_storm_after_db_stall", "fake_metrics"),         # SLO-graded: fake what it reads
 )
 
 
@@ -68,8 +79,8 @@ def catalog_problems() -> list:
 
 
 def representatives(problems: list) -> dict[tuple[str, str], object]:
-    """One problem per (family, primitive): the one the CI subset names, else the first by id."""
-    ci = {pid for pid, _ in CI_CASES}
+    """One problem per (family, primitive): the one ``ROWS`` names, else the first by id."""
+    ci = set(ROWS)
     chosen: dict[tuple[str, str], object] = {}
     for p in sorted(problems, key=lambda p: (p.id not in ci, p.id)):
         chosen.setdefault(family(p), p)
@@ -169,8 +180,8 @@ def test_matrix_covers_every_fault_family_and_primitive():
     families = {family(p)[0] for p in problems}
     assert families >= {"Kubernetes objects", "application config", "OS", "network", "hardware", "metastable",
                         "concurrent"}, families
-    ci_families = {family(p)[0] for p in problems if p.id in {pid for pid, _ in CI_CASES}}
-    assert ci_families == families, f"the CI subset misses {families - ci_families}"
+    row_families = {family(p)[0] for p in problems if p.id in ROWS}
+    assert row_families == families, f"the matrix's rows miss {families - row_families}"
     full = matrix_cases(problems, "full")
     assert {(family(c.values[0]), c.values[1]) for c in full} == {(k, s) for k in representatives(problems)
                                                                    for s in STRATEGIES}

@@ -82,6 +82,9 @@ def test_a_test_that_passed_only_on_its_rerun_is_named_flaky_in_the_closing_line
     assert proc.returncode == 0, proc.stdout
     lines = closing(proc.stdout)
     assert "FLAKY    tests/integration/test_wobbles.py::test_wobbles: passed only on its rerun" in lines, lines
+    # the first attempt's failure is named: it is what tells a flaky test's cause
+    [rerun] = [line for line in lines if line.startswith("RERUN")]
+    assert "then passed; first failure: AssertionError: first attempt" in rerun, rerun
     assert lines[-2].startswith("RESULT   PASS: 2 passed, 0 failed, 0 skipped, 0 known open, 1 rerun, 1 flaky"), lines
 
 

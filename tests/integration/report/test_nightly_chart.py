@@ -89,3 +89,36 @@ def test_the_api_server_accepts_the_chart(cluster, tmp_path):
     for kind in ("cronjob.batch/night-nightly", "persistentvolumeclaim/night-nightly-results",
                  "clusterrolebinding.rbac.authorization.k8s.io/night-nightly"):
         assert kind in out.stdout
+
+
+FAKE_SREGYM = """#!/bin/sh
+echo "$*" >> "$CALLS"
+"""
+
+
+def play_night(tmp_path: Path, *sets: str) -> list[str]:
+    """Run the chart's nightly.sh as its pod would, with a stand-in `sregym` that records its
+    arguments, under a results folder of the test's own: the sregym calls, one line each."""
+    objs = render("agents={noop,random}", *sets)
+    env = {e["name"]: e["value"] for e in objs["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+           ["containers"][0]["env"]}
+    results = tmp_path / "results"
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    script = tmp_path / "nightly.sh"
+    script.write_text(objs["ConfigMap"]["data"]["nightly.sh"].replace("/results", str(results)))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "sregym").write_text(FAKE_SREGYM)
+    (bin_dir / "sregym").chmod(0o755)
+    calls = tmp_path / "calls"
+    proc = subprocess.run(["sh", str(script)], env={**env, "PATH": f"{bin_dir}:/usr/bin:/bin", "CALLS": str(calls)},
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    return calls.read_text().splitlines()
+
+
+def test_a_retried_night_reruns_the_cells_that_ended_in_an_error_unless_told_not_to(tmp_path):
+    runs = [c for c in play_night(tmp_path / "default") if c.startswith("suite run")]
+    assert len(runs) == 2 and all("--resume --retry-errors" in c for c in runs), runs  # one per agent
+    kept = [c for c in play_night(tmp_path / "kept", "retryErrors=false") if c.startswith("suite run")]
+    assert len(kept) == 2 and not any("--retry-errors" in c for c in kept) and all("--resume" in c for c in kept), kept

@@ -228,3 +228,20 @@ def test_a_target_without_kind_and_name_is_refused(world):
 def test_a_finalizer_that_is_not_a_qualified_name_is_a_parameter_error(bad):
     with pytest.raises(UserInputError, match="finalizer"):
         sf.StuckFinalizer.parse_params({"finalizer": bad})
+
+
+def test_the_pipeline_problem_is_fixable_with_the_agents_rights_and_a_stuck_queue_cluster_would_not_be():
+    """pipeline_queue_stuck_finalizer's fix is a patch of the StatefulSet's finalizers, which the
+    on-call account may make; the QueueCluster was not chosen as the stuck object because the
+    account may not create one again once it is deleted."""
+    from sregym.cluster.agent_access import OPERATOR_GROUP, app_namespace_rules
+    from sregym.core.loader import load_problem_arg
+
+    def may(group: str, resource: str, verb: str) -> bool:
+        return any(group in r["apiGroups"] and resource in r["resources"] and verb in r["verbs"]
+                   for r in app_namespace_rules())
+
+    fault = load_problem_arg("pipeline_queue_stuck_finalizer").problem.faults[0]
+    assert (fault.injector, fault.target.kind) == ("stuck_finalizer", "StatefulSet")
+    assert may("apps", "statefulsets", "patch")
+    assert not may(OPERATOR_GROUP, "queueclusters", "create")

@@ -58,6 +58,7 @@ from sregym.injectors._node import (
 from sregym.injectors._noise import NoiseParams, candidates, choose, running, token
 from sregym.injectors._objects import (
     ABSENT,
+    EDIT_MANAGER,
     RESTART_ANNOTATION,
     apply_edits,
     container_index,
@@ -88,7 +89,7 @@ __all__ = [
     "FaultError", "MechanismUnavailable", "UserInputError", "Selector",
     "HIDDEN_NAMESPACE", "OWNER_LABEL", "OWNER_VALUE",
     # editing Kubernetes objects (recorded before/after, restored by recover)
-    "ObjectEdit", "WorkloadEdit", "EditState", "WorkloadEditState", "ABSENT", "RESTART_ANNOTATION", "apply_edits",
+    "ObjectEdit", "WorkloadEdit", "EditState", "WorkloadEditState", "ABSENT", "EDIT_MANAGER", "RESTART_ANNOTATION", "apply_edits",
     "container_index", "create_object",
     "delete_object", "dig", "edit", "find_workload", "get_object", "list_objects", "namespace_of", "pods_of", "poll",
     "require_object", "resource", "restart_edits", "restart_path",

@@ -29,6 +29,8 @@ OLD_STATES = {
     "custom_resource_field": {"edits": [{**EDIT, "kind": "QueueCluster", "api_version": "pipeline.sregym.io/v1"}],
                               "api_version": "pipeline.sregym.io/v1"},
     "service_misconfig": {"edits": [EDIT], "port_index": 0},
+    "stuck_finalizer": {"kind": "StatefulSet", "namespace": "app", "name": "queue", "uid": "u1",
+                        "finalizer": "example.com/drain", "controller": "QueueCluster/queue"},
     "dns_failure": NETNS,
     "packet_loss": {**NETNS, "hooks": ["OUTPUT", "INPUT"]},
     "bandwidth_limit": {k: v for k, v in NETNS.items() if k not in ("hooks", "rules")}

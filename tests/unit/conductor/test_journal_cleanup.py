@@ -456,3 +456,53 @@ def test_a_helper_pid_that_another_process_has_now_is_not_stopped(tmp_path: Path
     finally:
         other.kill()
         other.wait()
+
+
+# The journaled helper exits right after cleanup checked it and the kernel gives its pid to another
+# process with the same command line (another run's tool server), before cleanup signals. A real pid
+# reuse: in a pid namespace of its own nothing else forks, so ns_last_pid sets the next pid.
+REPLACED_AFTER_THE_CHECK = """
+import os, signal, subprocess, sys
+from pathlib import Path
+from sregym.conductor.cleanup import cleanup_all
+from sregym.conductor.journal import Journal, RunHeader
+
+ARGV = [sys.executable, "-c", "import time; time.sleep(60)", "unit-tool-server"]
+journaled = subprocess.Popen(ARGV, start_new_session=True)
+journal = Journal("r-race", Path(sys.argv[1]))
+journal.start(RunHeader(run_id="r-race", problem_id="p", pid=999_999_999))
+journal.process(journaled.pid, "unit-tool-server")
+real_kill, successor = os.kill, []
+
+def replace():
+    real_kill(journaled.pid, signal.SIGKILL)
+    journaled.wait()
+    Path("/proc/sys/kernel/ns_last_pid").write_text(str(journaled.pid - 1))
+    successor.append(subprocess.Popen(ARGV, start_new_session=True))
+    assert successor[0].pid == journaled.pid, (successor[0].pid, journaled.pid)
+
+def after_the_check(send):
+    def sending(*args, **kwargs):
+        if not successor:
+            replace()
+        return send(*args, **kwargs)
+    return sending
+
+os.kill, os.killpg = after_the_check(os.kill), after_the_check(os.killpg)
+signal.pidfd_send_signal = after_the_check(signal.pidfd_send_signal)
+[result] = cleanup_all(lambda header: None, directory=Path(sys.argv[1]))
+print(successor[0].poll(), result.stopped, flush=True)
+successor[0].kill()
+"""
+
+
+def test_a_helper_replaced_between_the_check_and_the_signal_is_not_signalled(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                           REPLACED_AFTER_THE_CHECK, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[0] == "None []"  # the other process runs on; nothing was stopped

@@ -143,7 +143,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         before = None
         result.errors.append(f"reading the app namespace journaled before the agent started: {e}")
     journal = Journal(rj.run_id, directory or rj.path.parent)
-    result.stopped = stop_processes(rj.processes.values())
+    result.stopped = stop_processes(rj.helpers.values())
     for namespace in rj.sandboxes if kube is not None else []:  # the agent must not outlive its run
         try:
             delete_sandbox_namespace(kube, namespace)

@@ -175,13 +175,23 @@ class RunJournal:
     recovered: set[str] = field(default_factory=set)
     closed: bool = False
     corrupt_lines: int = 0
-    processes: dict[int, JournaledProcess] = field(default_factory=dict)
+    helpers: dict[int, JournaledProcess] = field(default_factory=dict)  # by pid, the latest entry
     sandboxes: list[str] = field(default_factory=list)
     before_agent: BeforeAgent | None = None
 
     @property
     def open_intents(self) -> list[Intent]:
         return [i for i in self.intents if i.key not in self.recovered]
+
+    @property
+    def processes(self) -> dict[int, str]:
+        """pid -> what each journaled helper process is."""
+        return {pid: p.what for pid, p in self.helpers.items()}
+
+    @property
+    def process_starts(self) -> dict[int, str]:
+        """pid -> start time, where journaled."""
+        return {pid: p.start for pid, p in self.helpers.items() if p.start is not None}
 
 
 def read_journal(path: Path) -> RunJournal:
@@ -204,8 +214,8 @@ def read_journal(path: Path) -> RunJournal:
         elif e.op == "recovered" and e.key:
             rj.recovered.add(e.key)
         elif e.op == "process" and e.pid:
-            rj.processes[e.pid] = JournaledProcess(e.pid, e.key or "", e.start or None,
-                                                   None if e.cmdline is None else tuple(e.cmdline), e.t)
+            rj.helpers[e.pid] = JournaledProcess(e.pid, e.key or "", e.start or None,
+                                                 None if e.cmdline is None else tuple(e.cmdline), e.t)
         elif e.op == "sandbox" and e.key and e.key not in rj.sandboxes:
             rj.sandboxes.append(e.key)
         elif e.op == "before_agent" and e.before_agent is not None:

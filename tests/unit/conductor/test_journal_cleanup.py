@@ -552,7 +552,7 @@ def group_of(pid: int) -> list[int]:
 
 def test_a_new_journal_names_the_helper_by_its_command_line(tmp_path: Path, tool_server):
     journal = journal_with_helper(tmp_path, "r-new", tool_server.pid)
-    [process] = read_journal(journal.path).processes.values()
+    [process] = read_journal(journal.path).helpers.values()
     assert process.cmdline == tuple(Path(f"/proc/{tool_server.pid}/cmdline").read_text().split("\0")[:-1])
     assert process.start == process_start_time(tool_server.pid)
 

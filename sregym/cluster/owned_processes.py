@@ -176,8 +176,8 @@ def _signal_group(fd: int, pgid: int, sig: int) -> None:
 def stop(identity: ProcessIdentity, *, group: bool = False) -> bool:
     """Stop the process if it is still ``identity``; True when this call stopped it (False: it was gone
     already, another process has its pid now, or it may not be signalled). Every signal goes through a
-    pidfd taken before the check, so a pid the kernel gives to another process meanwhile is never
-    signalled. ``group``: the process leads its own group (started with ``start_new_session``) and
+    pidfd taken before the check (a group's too, :func:`_signal_group`), so a pid the kernel gives to
+    another process meanwhile is never signalled. ``group``: the process leads its own group (started with ``start_new_session``) and
     the whole group is killed at once, its children too; otherwise SIGTERM, then SIGKILL."""
     try:
         fd = os.pidfd_open(identity.pid)  # holds this very process: a later one with its pid is another

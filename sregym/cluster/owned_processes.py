@@ -12,10 +12,13 @@ sregym process, not to one run: a suite's runs share them, and a command that is
 that pid with that start time) and stops each recorded process that is still itself: same pid,
 start time and command line, through a pidfd taken before the check, so a pid the kernel has given
 to another process since is never signalled. Then the file goes; a second cleanup finds nothing.
+:func:`stop` is the one way a process that must not outlive its owner is stopped: a killed run's
+journaled helpers (``sregym.conductor.cleanup``) go through it too, each with its process group.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import select
@@ -29,6 +32,7 @@ from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
 
 STOP_WAIT_S = 5.0
+PIDFD_SIGNAL_PROCESS_GROUP = 4  # linux/pidfd.h, kernel 6.9
 _lock = threading.Lock()
 
 
@@ -59,6 +63,16 @@ class ProcessIdentity:
     def is_running(self) -> bool:
         """True while this very process runs (a recycled pid has another start time)."""
         return self.start is not None and ProcessIdentity.of(self.pid) == self
+
+    def started_by(self, when: float) -> bool:
+        """Whether it started no later than ``when`` (seconds since the epoch), give or take the boot
+        time's one-second grain: a process that had its pid before it was recorded is not this one."""
+        try:
+            boot = next(int(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                        if line.startswith("btime "))
+            return self.start is not None and boot + int(self.start) / os.sysconf("SC_CLK_TCK") <= when + 2
+        except (OSError, StopIteration, ValueError, IndexError):
+            return False
 
 
 def _owner_file(directory: Path | None = None) -> Path:
@@ -131,8 +145,40 @@ def forget(identity: ProcessIdentity, *, directory: Path | None = None) -> None:
             pass  # recorded as running: cleanup finds it gone (or not itself) and only drops the file
 
 
-def _stop(identity: ProcessIdentity) -> bool:
-    """Stop the process if it is still ``identity``; True when it was and is stopped now."""
+def _process_group(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[2])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _exited(fd: int, wait_s: float) -> bool:
+    return bool(select.select([fd], [], [], wait_s)[0])  # a pidfd is readable once its process has exited
+
+
+def _signal_group(fd: int, pgid: int, sig: int) -> None:
+    """Signal the process group the pidfd's process leads. The kernel (>= 6.9) resolves the group from
+    the pidfd itself, so it is that very process's group even if the pid has passed to another since.
+    An older kernel: the leader is held stopped first (it cannot exit by itself, so its pid, the
+    group's id, stays its own) and the group is signalled by id while the leader still lives."""
+    try:
+        signal.pidfd_send_signal(fd, sig, None, PIDFD_SIGNAL_PROCESS_GROUP)
+        return
+    except OSError as e:
+        if e.errno != errno.EINVAL:
+            raise
+    signal.pidfd_send_signal(fd, signal.SIGSTOP)
+    if _exited(fd, 0):
+        raise ProcessLookupError(pgid)
+    os.killpg(pgid, sig)
+
+
+def stop(identity: ProcessIdentity, *, group: bool = False) -> bool:
+    """Stop the process if it is still ``identity``; True when this call stopped it (False: it was gone
+    already, another process has its pid now, or it may not be signalled). Every signal goes through a
+    pidfd taken before the check (a group's too, :func:`_signal_group`), so a pid the kernel gives to
+    another process meanwhile is never signalled. ``group``: the process leads its own group (started with ``start_new_session``) and
+    the whole group is killed at once, its children too; otherwise SIGTERM, then SIGKILL."""
     try:
         fd = os.pidfd_open(identity.pid)  # holds this very process: a later one with its pid is another
     except (ProcessLookupError, AttributeError, OSError):
@@ -140,14 +186,19 @@ def _stop(identity: ProcessIdentity) -> bool:
     try:
         if not identity.is_running():
             return False
-        for sig in (signal.SIGTERM, signal.SIGKILL):
+        leads = group and _process_group(identity.pid) == identity.pid
+        signals = [signal.SIGKILL] if leads else [signal.SIGTERM, signal.SIGKILL]
+        for n, sig in enumerate(signals):
             try:
-                signal.pidfd_send_signal(fd, sig)
+                if leads:
+                    _signal_group(fd, identity.pid, sig)
+                else:
+                    signal.pidfd_send_signal(fd, sig)
             except ProcessLookupError:
-                return True
+                return n > 0  # gone before the first signal: not stopped by us
             except PermissionError:  # another user's process: reported as not stopped
                 return False
-            if select.select([fd], [], [], STOP_WAIT_S)[0]:  # readable once it has exited
+            if _exited(fd, STOP_WAIT_S):
                 return True
         return False
     finally:
@@ -179,7 +230,7 @@ def stop_orphans(directory: Path | None = None) -> tuple[list[str], list[str]]:
             continue
         left = []
         for r in recorded:
-            if _stop(r.identity):
+            if stop(r.identity):
                 stopped.append(f"{r.what} (pid {r.identity.pid})")
             elif r.identity.is_running():
                 left.append(r)

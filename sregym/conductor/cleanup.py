@@ -3,8 +3,9 @@
 For each run whose journal is not closed, the open intents are rebuilt into injectors (registry
 lookup + journaled params, target, mechanism and planned state) and recovered newest first.
 ``recover`` is idempotent, so an intent whose inject never ran, or ran halfway, is safe to undo.
-First the run's agent is stopped: its tool server process and its sandbox namespace (every agent
-pod in it). Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
+First the run's agent is stopped: its helper processes (API proxy, metrics view, tool server), each
+with its process group and only while it is still the process journaled (pid, start time, command
+line; :func:`sregym.cluster.owned_processes.stop`), and its sandbox namespace (every agent pod in it). Then every object the run labelled (``RUN_LABEL=<run id>``) in the hidden namespace and the app
 namespace is deleted and the agent's access to the app namespace is revoked. Last, when the run was
 killed during or after its agent phase, what the agent made is torn down as the run itself would
 have (``agent_objects.teardown`` against the snapshot journaled before the agent started): objects
@@ -25,8 +26,7 @@ no live process works in.
 from __future__ import annotations
 
 import os
-import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,12 +34,11 @@ from typing import Any
 from sregym.agentplane.sandbox import delete_sandbox_namespace
 from sregym.cluster.agent_access import revoke_agent_access
 from sregym.cluster.handle import ClusterHandle
-from sregym.cluster.owned_processes import stop_orphans
-from sregym.cluster.scratch import process_start_time
+from sregym.cluster.owned_processes import ProcessIdentity, stop, stop_orphans
 from sregym.cluster.scratch import sweep_stale_scratch
 from sregym.conductor import agent_objects
 from sregym.conductor.faultplane import build_injector
-from sregym.conductor.journal import Journal, RunHeader, RunJournal, open_journals
+from sregym.conductor.journal import Journal, JournaledProcess, RunHeader, RunJournal, open_journals
 from sregym.core.constants import RUN_LABEL
 from sregym.core.record import AgentObject
 from sregym.core.registry import import_path
@@ -72,24 +71,29 @@ def _process_alive(pid: int) -> bool:
     return b"sregym" in cmdline
 
 
-def stop_processes(processes: dict[int, str], starts: dict[int, str] | None = None) -> list[str]:
-    """Stop the run's helper processes that are still alive and still what was journaled (a pid may
-    have been reused: the start time, where journaled, must be the same, and the command line must
-    name the same module)."""
+def journaled_identity(process: JournaledProcess) -> ProcessIdentity | None:
+    """What the journaled helper is: its pid, start time and command line as journaled. An older
+    sregym's entry has no command line: the process now at its pid, if its command line names what
+    was journaled and its start time is the one journaled (none journaled, older still: if it started
+    before the entry was written, so it held that pid already). None when that is not it."""
+    if process.start is not None and process.cmdline is not None:
+        return ProcessIdentity(process.pid, process.start, process.cmdline)
+    now = ProcessIdentity.of(process.pid)
+    if now is None or not process.what or process.what not in " ".join(now.cmdline):
+        return None
+    if process.start is not None:
+        return now if now.start == process.start else None
+    return now if now.started_by(process.journaled_at) else None
+
+
+def stop_processes(processes: Iterable[JournaledProcess]) -> list[str]:
+    """Stop the run's helper processes, each with its process group, while it is still the process
+    journaled (:func:`sregym.cluster.owned_processes.stop`); what was stopped, "<what> (<pid>)"."""
     stopped = []
-    for pid, what in processes.items():
-        if (starts or {}).get(pid) not in (None, process_start_time(pid)):
-            continue  # another process has this pid now
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if what and what in cmdline:
-            try:
-                os.killpg(pid, signal.SIGKILL)  # started in its own session: its group is its pid
-            except (ProcessLookupError, PermissionError):
-                os.kill(pid, signal.SIGKILL)
-            stopped.append(f"{what} ({pid})")
+    for process in processes:
+        identity = journaled_identity(process)
+        if identity is not None and stop(identity, group=True):
+            stopped.append(f"{process.what} ({process.pid})")
     return stopped
 
 
@@ -139,7 +143,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
         before = None
         result.errors.append(f"reading the app namespace journaled before the agent started: {e}")
     journal = Journal(rj.run_id, directory or rj.path.parent)
-    result.stopped = stop_processes(rj.processes, rj.process_starts)
+    result.stopped = stop_processes(rj.helpers.values())
     for namespace in rj.sandboxes if kube is not None else []:  # the agent must not outlive its run
         try:
             delete_sandbox_namespace(kube, namespace)

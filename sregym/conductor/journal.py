@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from sregym.cluster.owned_processes import ProcessIdentity
 from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
 
@@ -75,6 +76,8 @@ class Entry(BaseModel):
     pid: int | None = Field(None, description="op 'process': a helper process the run started")
     start: str | None = Field(None, description="op 'process': its start time (/proc/<pid>/stat field 22), "
                               "so a later process with its pid is told apart")
+    cmdline: list[str] | None = Field(None, description="op 'process': its command line, with pid and start "
+                                      "the identity cleanup stops it by (none in an older sregym's journal)")
     before_agent: BeforeAgent | None = None
 
 
@@ -121,9 +124,13 @@ class Journal:
 
     def process(self, pid: int, what: str) -> None:
         """A helper process (its own process group) that must not outlive the run, e.g. the agent's
-        tool server: cleanup stops it if the run was killed, only while it has the start time
-        recorded here (a pid the kernel gave to another process since is not it)."""
-        self._append(Entry(op="process", run_id=self.run_id, key=what, pid=pid, start=process_start_time(pid)))
+        tool server: cleanup stops it and its group if the run was killed, only while it is the process
+        recorded here, by pid, start time and command line (a pid the kernel gave to another process
+        since is not it)."""
+        identity = ProcessIdentity.of(pid)
+        self._append(Entry(op="process", run_id=self.run_id, key=what, pid=pid,
+                           start=identity.start if identity else process_start_time(pid),
+                           cmdline=list(identity.cmdline) if identity else None))
 
     def sandbox(self, namespace: str) -> None:
         """The agent's sandbox namespace, written before it is created: cleanup deletes it (and every
@@ -145,6 +152,18 @@ class Journal:
         self.path = archive / self.path.name
 
 
+@dataclass(frozen=True)
+class JournaledProcess:
+    """A helper process as the run journaled it. An older sregym journaled no command line (before
+    that, no start time either): ``None`` where the entry has none."""
+
+    pid: int
+    what: str
+    start: str | None = None
+    cmdline: tuple[str, ...] | None = None
+    journaled_at: float = 0.0  # when the entry was written, after the process started
+
+
 @dataclass
 class RunJournal:
     """One journal file read back: its header and the intents still open, in the order written."""
@@ -156,14 +175,23 @@ class RunJournal:
     recovered: set[str] = field(default_factory=set)
     closed: bool = False
     corrupt_lines: int = 0
-    processes: dict[int, str] = field(default_factory=dict)
-    process_starts: dict[int, str] = field(default_factory=dict)  # pid -> start time, where journaled
+    helpers: dict[int, JournaledProcess] = field(default_factory=dict)  # by pid, the latest entry
     sandboxes: list[str] = field(default_factory=list)
     before_agent: BeforeAgent | None = None
 
     @property
     def open_intents(self) -> list[Intent]:
         return [i for i in self.intents if i.key not in self.recovered]
+
+    @property
+    def processes(self) -> dict[int, str]:
+        """pid -> what each journaled helper process is."""
+        return {pid: p.what for pid, p in self.helpers.items()}
+
+    @property
+    def process_starts(self) -> dict[int, str]:
+        """pid -> start time, where journaled."""
+        return {pid: p.start for pid, p in self.helpers.items() if p.start is not None}
 
 
 def read_journal(path: Path) -> RunJournal:
@@ -186,9 +214,8 @@ def read_journal(path: Path) -> RunJournal:
         elif e.op == "recovered" and e.key:
             rj.recovered.add(e.key)
         elif e.op == "process" and e.pid:
-            rj.processes[e.pid] = e.key or ""
-            if e.start:
-                rj.process_starts[e.pid] = e.start
+            rj.helpers[e.pid] = JournaledProcess(e.pid, e.key or "", e.start or None,
+                                                 None if e.cmdline is None else tuple(e.cmdline), e.t)
         elif e.op == "sandbox" and e.key and e.key not in rj.sandboxes:
             rj.sandboxes.append(e.key)
         elif e.op == "before_agent" and e.before_agent is not None:

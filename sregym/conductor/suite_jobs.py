@@ -215,7 +215,7 @@ def clean_cell_state(kube: Any, state_dir: Path) -> list[str]:
     directory = state_dir / "journal"
     errors: list[str] = []
     for rj in reversed(open_journals(directory) if directory.is_dir() else []):
-        rj.processes.clear()
+        rj.helpers.clear()
         result = cleanup_run(rj, kube, directory=directory, force=True)
         errors += [f"{rj.run_id}: {e}" for e in result.errors]
     return errors

@@ -456,3 +456,172 @@ def test_a_helper_pid_that_another_process_has_now_is_not_stopped(tmp_path: Path
     finally:
         other.kill()
         other.wait()
+
+
+# The journaled helper exits right after cleanup checked it and the kernel gives its pid to another
+# process with the same command line (another run's tool server), before cleanup signals. A real pid
+# reuse: in a pid namespace of its own nothing else forks, so ns_last_pid sets the next pid.
+REPLACED_AFTER_THE_CHECK = """
+import os, signal, subprocess, sys
+from pathlib import Path
+from sregym.conductor.cleanup import cleanup_all
+from sregym.conductor.journal import Journal, RunHeader
+
+ARGV = [sys.executable, "-c", "import time; time.sleep(60)", "unit-tool-server"]
+journaled = subprocess.Popen(ARGV, start_new_session=True)
+journal = Journal("r-race", Path(sys.argv[1]))
+journal.start(RunHeader(run_id="r-race", problem_id="p", pid=999_999_999))
+journal.process(journaled.pid, "unit-tool-server")
+real_kill, successor = os.kill, []
+
+def replace():
+    real_kill(journaled.pid, signal.SIGKILL)
+    journaled.wait()
+    Path("/proc/sys/kernel/ns_last_pid").write_text(str(journaled.pid - 1))
+    successor.append(subprocess.Popen(ARGV, start_new_session=True))
+    assert successor[0].pid == journaled.pid, (successor[0].pid, journaled.pid)
+
+def after_the_check(send):
+    def sending(*args, **kwargs):
+        if not successor:
+            replace()
+        return send(*args, **kwargs)
+    return sending
+
+os.kill, os.killpg = after_the_check(os.kill), after_the_check(os.killpg)
+signal.pidfd_send_signal = after_the_check(signal.pidfd_send_signal)
+[result] = cleanup_all(lambda header: None, directory=Path(sys.argv[1]))
+print(successor[0].poll(), result.stopped, flush=True)
+successor[0].kill()
+"""
+
+
+def test_a_helper_replaced_between_the_check_and_the_signal_is_not_signalled(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    proc = subprocess.run(["unshare", "--pid", "--fork", "--mount-proc", sys.executable, "-c",
+                           REPLACED_AFTER_THE_CHECK, str(tmp_path)], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[3])})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split("\n")[0] == "None []"  # the other process runs on; nothing was stopped
+
+
+# -- journals of an older sregym: no command line (older still: no start time) ------------------------
+
+
+def journal_with_helper(tmp_path: Path, run_id: str, pid: int, **entry_changes) -> Journal:
+    """A run that journaled the helper ``pid``, its entry rewritten as an older sregym wrote it (a
+    field set to None is dropped)."""
+    journal = Journal(run_id, tmp_path)
+    journal.start(RunHeader(run_id=run_id, problem_id="p", pid=999_999_999))
+    journal.process(pid, "unit-tool-server")
+    *lines, last = journal.path.read_text().splitlines()
+    entry = {k: v for k, v in {**json.loads(last), **entry_changes}.items() if v is not None}
+    journal.path.write_text("\n".join([*lines, json.dumps(entry)]) + "\n")
+    return journal
+
+
+@pytest.fixture()
+def tool_server():
+    """A stand-in for a killed run's tool server, in a session of its own with a child in its group."""
+    import subprocess
+    import sys
+
+    helper = subprocess.Popen([sys.executable, "-c", "import subprocess, time; subprocess.Popen(['sleep', '60']); "
+                               "print(flush=True); time.sleep(60)", "unit-tool-server"],
+                              start_new_session=True, stdout=subprocess.PIPE)
+    helper.stdout.readline()  # its child runs
+    yield helper
+    import os
+    import signal
+
+    if helper.poll() is None:
+        os.killpg(helper.pid, signal.SIGKILL)
+        helper.wait()
+    helper.stdout.close()
+
+
+def group_of(pid: int) -> list[int]:
+    from sregym.cluster.owned_processes import ProcessIdentity
+
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit() and ProcessIdentity.of(int(p.name))
+            and (Path(p, "stat").read_text().rsplit(")", 1)[-1].split()[2:3] == [str(pid)])]
+
+
+def test_a_new_journal_names_the_helper_by_its_command_line(tmp_path: Path, tool_server):
+    journal = journal_with_helper(tmp_path, "r-new", tool_server.pid)
+    [process] = read_journal(journal.path).helpers.values()
+    assert process.cmdline == tuple(Path(f"/proc/{tool_server.pid}/cmdline").read_text().split("\0")[:-1])
+    assert process.start == process_start_time(tool_server.pid)
+
+
+def test_the_helper_and_its_children_are_stopped(tmp_path: Path, tool_server):
+    journal_with_helper(tmp_path, "r-group", tool_server.pid)
+    assert len(group_of(tool_server.pid)) == 2
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [f"unit-tool-server ({tool_server.pid})"] and result.closed
+    assert tool_server.wait(timeout=10) == -9
+    assert group_of(tool_server.pid) == []  # its child went with it
+
+
+def test_on_a_kernel_without_group_pidfd_signals_the_group_is_stopped_through_its_held_leader(
+        tmp_path: Path, tool_server, monkeypatch):
+    import errno
+    import signal
+
+    sent = []
+    real = signal.pidfd_send_signal
+
+    def before_6_9(fd, sig, siginfo=None, flags=0):
+        if flags:
+            raise OSError(errno.EINVAL, "Invalid argument")
+        sent.append(sig)
+        return real(fd, sig)
+
+    monkeypatch.setattr(signal, "pidfd_send_signal", before_6_9)
+    journal_with_helper(tmp_path, "r-old-kernel", tool_server.pid)
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [f"unit-tool-server ({tool_server.pid})"]
+    assert sent == [signal.SIGSTOP] and tool_server.wait(timeout=10) == -9
+    assert group_of(tool_server.pid) == []
+
+
+def test_an_entry_without_a_command_line_is_stopped_by_its_start_time(tmp_path: Path, tool_server):
+    journal_with_helper(tmp_path, "r-old", tool_server.pid, cmdline=None)
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [f"unit-tool-server ({tool_server.pid})"] and result.closed
+    assert tool_server.wait(timeout=10) == -9
+
+
+def test_an_entry_without_a_command_line_and_another_start_time_is_not_stopped(tmp_path: Path, tool_server):
+    start = str(int(process_start_time(tool_server.pid)) - 1)
+    journal_with_helper(tmp_path, "r-old-other", tool_server.pid, cmdline=None, start=start)
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [] and result.closed
+    assert tool_server.poll() is None
+
+
+def test_an_entry_without_a_command_line_that_names_another_module_is_not_stopped(tmp_path: Path, tool_server):
+    journal_with_helper(tmp_path, "r-old-module", tool_server.pid, cmdline=None, key="agentproxy")
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [] and tool_server.poll() is None
+
+
+def test_an_entry_without_start_time_is_stopped_if_the_process_ran_before_it_was_written(tmp_path: Path,
+                                                                                       tool_server):
+    journal_with_helper(tmp_path, "r-older", tool_server.pid, cmdline=None, start=None)
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [f"unit-tool-server ({tool_server.pid})"] and result.closed
+    assert tool_server.wait(timeout=10) == -9
+
+
+def test_an_entry_without_start_time_is_not_stopped_if_the_process_started_after_it(tmp_path: Path, tool_server):
+    """The journaled process held the pid when the entry was written: one that started later is another."""
+    import time
+
+    journal_with_helper(tmp_path, "r-older-other", tool_server.pid, cmdline=None, start=None, t=time.time() - 60)
+    [result] = cleanup_all(lambda header: None, directory=tmp_path)
+    assert result.stopped == [] and result.closed
+    assert tool_server.poll() is None

@@ -165,28 +165,57 @@ def wait_for_journal_op(env: dict[str, str], op: str, proc: subprocess.Popen, ti
 def test_sigkill_at_any_phase_then_cleanup_leaves_no_fault(cluster, tmp_path, state, op, delay):
     proc = subprocess.Popen(run_args(cluster, tmp_path / "runs", grade_window="30"), env=state,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    held: dict[int, str] = {}
     try:
         wait_for_journal_op(state, op, proc)
         time.sleep(delay)
+        if op == "process":
+            # Frozen before the conductor dies, the helpers cannot end on their own (the API proxy
+            # exits with its parent within a second, before cleanup even starts): they stand for a
+            # helper that hangs, which cleanup must stop and name.
+            held = freeze(journaled_helpers(state), state)
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+    try:
+        check_cleanup_after_sigkill(cluster, state, op, held)
+    finally:
+        for pid in held:  # whatever happened, no frozen process of this test stays
+            if still_running(pid, state):
+                os.kill(pid, signal.SIGKILL)
+
+
+def freeze(helpers: dict[int, str], env: dict[str, str]) -> dict[int, str]:
+    """SIGSTOP each journaled helper that is still the journaled process (through a pidfd)."""
+    held = {}
+    for pid, what in helpers.items():
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            continue
+        try:
+            if still_running(pid, env):
+                signal.pidfd_send_signal(fd, signal.SIGSTOP)
+                held[pid] = what
+        finally:
+            os.close(fd)
+    return held
+
+
+def check_cleanup_after_sigkill(cluster, state: dict[str, str], op: str, held: dict[int, str]) -> None:
     assert open_journals(state), "the killed run left no journal"
     helpers = journaled_helpers(state)
-    running = {pid: what for pid, what in helpers.items() if still_running(pid, state)}
     clean = subprocess.run([sys.executable, "-m", "sregym", "cleanup", "--kubeconfig", str(cluster.kubeconfig)],
                            env=state, capture_output=True, text=True, timeout=300)
     assert clean.returncode == 0, clean.stderr
     assert "clean" in clean.stderr
     if op == "process":  # the agent's helpers (API proxy first, then the tool server) must not outlive the run
-        assert helpers, "the run was killed after journaling a helper process, yet the journal names none"
-        # A helper may already have ended with its parent (the API proxy runs with -exit-with-parent);
-        # each one still running when cleanup started is one cleanup must stop and name.
+        assert held, f"the run was killed after journaling a helper process, yet none was running: {helpers}"
         stopped = clean.stderr.replace("\n", "")
-        for pid, what in running.items():
+        for pid, what in held.items():
             assert f"{what} ({pid})" in stopped, f"{what} ({pid}) was running, cleanup did not say it stopped it"
     assert not [f"{what} ({pid})" for pid, what in helpers.items() if still_running(pid, state)], \
         "a journaled helper of the killed run outlived cleanup"

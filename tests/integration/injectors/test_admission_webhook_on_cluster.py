@@ -7,13 +7,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from injector_testapp import STARTED, context, get, manifests, start, wait_until
+from injector_testapp import (context, delete_namespace, deploy_test_app, get, ready_pods,  # noqa: F401 - autouse fixture
+                              recover_leftovers, start, wait_until)
 
 from sregym.cluster.agent_access import agent_identity, grant_agent_access, revoke_agent_access
 from sregym.cluster.capabilities import CapabilityCache
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
-from sregym.injectors._objects import create_object, delete_object, get_object, list_objects, resource
+from sregym.injectors._objects import delete_object, get_object, list_objects, resource
 
 from injectors.admission_webhook import TELLING_FREE_KINDS, admission_refusal, config_name
 
@@ -24,35 +25,17 @@ NAME = "pod-policy"
 
 
 def _ready(kube, app: str) -> list[dict]:
-    return [p for p in list_objects(kube, "Pod", NS, {"app": app})
-            if not p["metadata"].get("deletionTimestamp") and any(
-                c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
+    return ready_pods(kube, NS, app)
 
 
 @pytest.fixture(scope="module")
 def app(cluster):
     kube = cluster.kube
-    if not any("sregym/base:bookworm" in (n or "") for node in kube.core.list_node().items
-               for img in node.status.images or [] for n in img.names or []):
-        pytest.skip("the sregym/base:bookworm image is not on the node (run `sregym images build`)")
     delete_object(kube, "ValidatingWebhookConfiguration", config_name(NAME, NS), None)
-    delete_object(kube, "Namespace", NS, None)
-    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} from an earlier run to go")
-    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    for m in manifests(NS, "web") + manifests(NS, "peer"):
-        create_object(kube, m)
-    wait_until(lambda: _ready(kube, "web") and _ready(kube, "peer"), 180, 2, "test app ready")
+    deploy_test_app(kube, NS)
     yield kube
     delete_object(kube, "ValidatingWebhookConfiguration", config_name(NAME, NS), None)
-    delete_object(kube, "Namespace", NS, None)
-    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} deleted")
-
-
-@pytest.fixture(autouse=True)
-def recover_leftovers():
-    yield
-    while STARTED:
-        STARTED.pop().recover()
+    delete_namespace(kube, NS)
 
 
 @pytest.fixture

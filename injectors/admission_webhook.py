@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import json
 import time
 from pathlib import Path
 from typing import Any, Literal
@@ -58,6 +59,7 @@ class WebhookState(WorkloadEditState):
     manifests: list[dict[str, Any]] = Field(default_factory=list,
                                             description="what inject creates, in order (TLS filled in by inject)")
     pods: list[str] = Field(default_factory=list, description="the target's pods deleted (to be refused)")
+    planned_at: str | None = Field(None, description="when planned (UTC): only refusals since count")
 
 
 def dns_names(service: str, namespace: str) -> list[str]:
@@ -165,7 +167,20 @@ def admission_refusal(kube: Any, namespace: str) -> str | None:
         kube.core.create_namespaced_pod(namespace, probe_pod(namespace), dry_run="All")
         return None
     except ApiException as e:
-        return (e.body or e.reason or str(e.status))[:400]
+        try:  # the API server's Status names the webhook and why it could not be called
+            return str(json.loads(e.body or "{}").get("message") or e.reason)[:400]
+        except ValueError:
+            return (e.body or e.reason or str(e.status))[:400]
+
+
+def refusal_events(events: list[dict], name: str, since: str | None) -> list[dict]:
+    """FailedCreate events naming the webhook, last seen at or after ``since`` (an earlier run's
+    events outlive it by an hour and must not count)."""
+    def last_seen(e: dict) -> str:
+        return e.get("lastTimestamp") or e.get("eventTime") or (e.get("series") or {}).get("lastObservedTime") or ""
+
+    return [e for e in events if e.get("reason") == "FailedCreate" and name in (e.get("message") or "")
+            and (since is None or last_seen(e)[:19] >= since[:19])]
 
 
 def refused_by_webhook(message: str | None, name: str) -> bool:
@@ -195,7 +210,8 @@ class AdmissionWebhook(WorkloadEdit[WebhookParams]):
         pods = sorted(o["metadata"]["name"] for o in self.live_pods(
             WebhookState(workload=[kind, ns, obj["metadata"]["name"]]))) if p.delete_pods else []
         return WebhookState(edits=[], workload=[kind, ns, obj["metadata"]["name"]], container=container["name"],
-                            namespace=ns, manifests=objects, pods=pods)
+                            namespace=ns, manifests=objects, pods=pods,
+                            planned_at=dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"))
 
     def inject(self, state: WebhookState) -> None:
         p, ns, kube = self.params, state.namespace, self.ctx.kube
@@ -235,8 +251,7 @@ class AdmissionWebhook(WorkloadEdit[WebhookParams]):
         why = admission_refusal(self.ctx.kube, ns)
         refused = refused_by_webhook(why, name)
         alive = [o["metadata"]["name"] for o in self.live_pods(state) if not o["metadata"].get("deletionTimestamp")]
-        events = [e for e in list_objects(self.ctx.kube, "Event", ns)
-                  if e.get("reason") == "FailedCreate" and name in (e.get("message") or "")]
+        events = refusal_events(list_objects(self.ctx.kube, "Event", ns), name, state.planned_at)
         ok = refused and (not state.pods or (not alive and bool(events)))
         return Verification(ok, f"new pods refused by the webhook: {refused} ({(why or 'admitted')[:160]}); "
                                 f"target pods alive: {len(alive)}; FailedCreate events naming it: {len(events)}")

@@ -166,3 +166,30 @@ def test_the_server_answers_an_admission_review_over_tls_and_allows_it(server):
 def test_the_server_is_shipped_as_the_file_next_to_the_primitive():
     assert aw.SERVER_SOURCE == Path(aw.__file__).with_name("_webhook_server.py").read_text()
     assert by_kind("ConfigMap")["data"][aw.SERVER_FILE] == aw.SERVER_SOURCE
+
+
+def test_a_refusal_is_told_by_the_api_servers_message():
+    from kubernetes.client.exceptions import ApiException
+
+    class Core:
+        def create_namespaced_pod(self, namespace, body, dry_run=None):
+            assert dry_run == "All"
+            e = ApiException(status=500, reason="Internal Server Error")
+            e.body = json.dumps({"kind": "Status", "message": 'failed calling webhook "pod-policy.app.svc": no endpoints'})
+            raise e
+
+    class Kube:
+        core = Core()
+
+    assert aw.admission_refusal(Kube(), "app") == 'failed calling webhook "pod-policy.app.svc": no endpoints'
+
+
+def test_only_refusals_since_the_plan_count():
+    ev = lambda when, msg='failed calling webhook "pod-policy.app.svc"', reason="FailedCreate": {  # noqa: E731
+        "reason": reason, "message": msg, "lastTimestamp": when}
+    events = [ev("2026-11-27T06:50:00Z"), ev("2026-11-27T07:05:01Z"), ev("2026-11-27T07:05:02Z", msg="exceeded quota"),
+              ev("2026-11-27T07:05:03Z", reason="SuccessfulCreate"),
+              {"reason": "FailedCreate", "message": 'failed calling webhook "pod-policy.app.svc"',
+               "eventTime": "2026-11-27T07:06:00.123456Z"}]
+    assert len(aw.refusal_events(events, "pod-policy", "2026-11-27T07:05:00Z")) == 2
+    assert len(aw.refusal_events(events, "pod-policy", None)) == 3

@@ -32,8 +32,8 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (FaultError, UserInputError, Verification, WorkloadEdit, WorkloadEditState, create_object,
-                              delete_object, get_object, injector, list_objects, poll, resource)
+from sregym.injectors import (FaultError, UserInputError, Verification, WorkloadEdit, WorkloadEditState, apply_edits,
+                              create_object, delete_object, edit, get_object, injector, list_objects, poll, resource)
 
 PORT = 8443
 PATH = "/validate"
@@ -228,12 +228,11 @@ class AdmissionWebhook(WorkloadEdit[WebhookParams]):
         if not poll(lambda: self._admitted(ns), 30.0, 1.0):
             raise FaultError(f"the API server does not admit pods through webhook {p.name}: "
                              f"{admission_refusal(kube, ns)}")
+        # as a person's kubectl edit (its field manager: the agent reads managedFields)
         if p.how == "no_backend":
-            resource(kube, "Deployment").patch(name=p.name, namespace=ns, body={"spec": {"replicas": 0}})
-        else:
-            # as an edit of the selector (a renamed label) leaves it: matching no pod
-            resource(kube, "Service").patch(name=p.name, namespace=ns,
-                                            body={"spec": {"selector": {"app": f"{p.name}-server"}}})
+            apply_edits(kube, [edit("Deployment", ns, p.name, ["spec", "replicas"], 1, 0)])
+        else:  # a renamed label: the Service selects no pod
+            apply_edits(kube, [edit("Service", ns, p.name, ["spec", "selector", "app"], p.name, f"{p.name}-server")])
         if not poll(lambda: refused_by_webhook(admission_refusal(kube, ns), p.name), 60.0, 1.0):
             raise FaultError(f"pods are still admitted in {ns} after webhook {p.name} lost its backend")
         for pod in state.pods:
@@ -284,10 +283,10 @@ def resync_short_controllers(kube: Any, namespace: str) -> list[str]:
             name = c["metadata"]["name"]
             api = resource(kube, kind)
             try:
-                api.patch(name=name, namespace=namespace, content_type="application/merge-patch+json",
-                          body={"metadata": {"annotations": {RESYNC_ANNOTATION: str(time.time())}}})
-                api.patch(name=name, namespace=namespace, content_type="application/merge-patch+json",
-                          body={"metadata": {"annotations": {RESYNC_ANNOTATION: None}}})
+                for value in (str(time.time()), None):  # as `kubectl annotate` would, then `... key-`
+                    api.patch(name=name, namespace=namespace, content_type="application/merge-patch+json",
+                              field_manager="kubectl-annotate",
+                              body={"metadata": {"annotations": {RESYNC_ANNOTATION: value}}})
             except ApiException as e:
                 if e.status != 404:
                     raise

@@ -119,6 +119,6 @@ def test_the_agent_may_fix_the_backend_but_not_the_configuration(app):
         assert can("patch", "services", "-n", NS) == "yes"
         assert can("get", "validatingwebhookconfigurations") == "no"
         assert can("delete", "validatingwebhookconfigurations") == "no"
-        assert can("patch", "namespaces", NS) == "no"
+        assert can("patch", f"namespaces/{NS}") == "no"  # nor label it out of the namespaceSelector
     finally:
         revoke_agent_access(app, NS, observability_namespace=None)

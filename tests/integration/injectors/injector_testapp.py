@@ -10,6 +10,8 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
+import pytest
+
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.injectors import INJECTORS, FaultContext, Verification
 from sregym.core.problem import Selector
@@ -100,6 +102,43 @@ def manifests(ns: str, name: str, *, replicas: int = 1, env: dict[str, str] | No
     ]
 
 
+def ready_pods(kube: Any, ns: str, app: str) -> list[dict]:
+    """The test app's pods of ``app`` that are Ready and not terminating."""
+    from sregym.injectors._objects import list_objects
+
+    return [p for p in list_objects(kube, "Pod", ns, {"app": app})
+            if not p["metadata"].get("deletionTimestamp") and any(
+                c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
+
+
+def base_image_present(kube: Any) -> bool:
+    """Whether the test app's image is on a node (``sregym images build`` puts it there)."""
+    return any(IMAGE in (n or "") for node in kube.core.list_node().items
+               for img in node.status.images or [] for n in img.names or [])
+
+
+def deploy_test_app(kube: Any, ns: str) -> None:
+    """A fresh namespace ``ns`` (one left by a session cut off mid-fault is deleted first) with the
+    test app's web and peer, ready; skips the test when the image is missing."""
+    from sregym.injectors._objects import create_object
+
+    if not base_image_present(kube):
+        pytest.skip(f"the {IMAGE} image is not on the node (run `sregym images build`)")
+    delete_namespace(kube, ns)
+    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
+    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
+    for m in manifests(ns, "web") + manifests(ns, "peer"):
+        create_object(kube, m)
+    wait_until(lambda: ready_pods(kube, ns, "web") and ready_pods(kube, ns, "peer"), 180, 2, "test app ready")
+
+
+def delete_namespace(kube: Any, ns: str) -> None:
+    from sregym.injectors._objects import delete_object, get_object
+
+    delete_object(kube, "Namespace", ns, None)
+    wait_until(lambda: get_object(kube, "Namespace", ns, None) is None, 180, 2, f"namespace {ns} to go")
+
+
 def get(url: str, timeout: float = 3) -> tuple[int, str]:
     """(status, body) of a GET; status 0 when nothing answered."""
     try:
@@ -141,6 +180,15 @@ class Cycle:
 
 
 STARTED: list[Cycle] = []  # every cycle a test started; recovered after the test even if it failed
+
+
+@pytest.fixture(autouse=True)
+def recover_leftovers():
+    """A failed assertion must not leave its fault behind for the next test (recover is idempotent).
+    A test module takes it with ``from injector_testapp import recover_leftovers``."""
+    yield
+    while STARTED:
+        STARTED.pop().recover()
 
 
 def start(ctx: FaultContext, name: str, params: dict, target: Selector, mechanism: str | None = None,

@@ -10,7 +10,8 @@ import time
 from dataclasses import replace
 
 import pytest
-from injector_testapp import STARTED, check_added_latency, context, get, manifests, start, timed, wait_until
+from injector_testapp import (STARTED, check_added_latency, context, delete_namespace, deploy_test_app, get, manifests,
+                              ready_pods, recover_leftovers, start, timed, wait_until)  # noqa: F401 - autouse fixture
 
 from sregym.cluster.capabilities import CapabilityCache
 from sregym.cluster.nodeagent import pids_with_cmdline
@@ -27,36 +28,15 @@ TELLING = re.compile(r"chaos|(?<![a-z])fault|inject", re.IGNORECASE)  # not "def
 
 
 def _ready_pods(kube, app: str) -> list[dict]:
-    return [p for p in list_objects(kube, "Pod", NS, {"app": app})
-            if not p["metadata"].get("deletionTimestamp") and any(
-                c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions") or [])]
+    return ready_pods(kube, NS, app)
 
 
 @pytest.fixture(scope="module")
 def app(cluster):
     kube = cluster.kube
-    if not any("sregym/base:bookworm" in (n or "") for node in kube.core.list_node().items
-               for img in node.status.images or [] for n in img.names or []):
-        pytest.skip("the sregym/base:bookworm image is not on the node (run `sregym images build`)")
-    # start clean: a previous session may have been cut off mid-fault
-    delete_object(kube, "Namespace", NS, None)
-    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} from an earlier run to go")
-    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NS}})
-    create_object(kube, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": HIDDEN_NAMESPACE}})
-    for m in manifests(NS, "web") + manifests(NS, "peer"):
-        create_object(kube, m)
-    wait_until(lambda: _ready_pods(kube, "web") and _ready_pods(kube, "peer"), 180, 2, "test app ready")
+    deploy_test_app(kube, NS)
     yield kube
-    delete_object(kube, "Namespace", NS, None)
-    wait_until(lambda: get_object(kube, "Namespace", NS, None) is None, 180, 2, f"namespace {NS} deleted")
-
-
-@pytest.fixture(autouse=True)
-def recover_leftovers():
-    """A failed assertion must not leave its fault behind for the next test (recover is idempotent)."""
-    yield
-    while STARTED:
-        STARTED.pop().recover()
+    delete_namespace(kube, NS)
 
 
 @pytest.fixture(scope="module")

@@ -188,11 +188,6 @@ class RunJournal:
         """pid -> what each journaled helper process is."""
         return {pid: p.what for pid, p in self.helpers.items()}
 
-    @property
-    def process_starts(self) -> dict[int, str]:
-        """pid -> start time, where journaled."""
-        return {pid: p.start for pid, p in self.helpers.items() if p.start is not None}
-
 
 def read_journal(path: Path) -> RunJournal:
     """Parse a journal; a torn last line (the process died mid-write) is counted, not fatal."""

@@ -80,9 +80,10 @@ def still_running(pid: int, env: dict[str, str]) -> bool:
     from sregym.cluster.owned_processes import ProcessIdentity
     from sregym.conductor.journal import read_journal
 
-    starts = {p: s for path in open_journals(env) for p, s in read_journal(path).process_starts.items()}
+    journaled = {p: h for path in open_journals(env) for p, h in read_journal(path).helpers.items()}
     now = ProcessIdentity.of(pid)
-    return now is not None and now.start == starts.get(pid, now.start)
+    start = journaled[pid].start if pid in journaled else None
+    return now is not None and now.start == (start or now.start)
 
 
 def test_a_run_with_the_noop_agent_writes_a_valid_record_and_leaves_no_fault(cluster, tmp_path, state):

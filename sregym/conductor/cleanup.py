@@ -60,15 +60,18 @@ class RunCleanup:
     agent_objects: list[AgentObject] = field(default_factory=list)  # what the killed run's agent made or changed
 
 
-def _process_alive(pid: int) -> bool:
-    """Whether the run's own process still lives (then cleanup must not race it)."""
-    if pid == os.getpid():
+def _process_alive(header: RunHeader) -> bool:
+    """Whether the run's own process still lives (then cleanup must not race it): the process at
+    its pid started when the run's did. A journal of an older sregym has no start time: then any
+    process at that pid whose command line names sregym counts (a recycled pid may be taken for it)."""
+    if header.pid == os.getpid():
         return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
+    now = ProcessIdentity.of(header.pid)
+    if now is None:
         return False
-    return b"sregym" in cmdline
+    if header.pid_start is not None:
+        return now.start == header.pid_start
+    return any("sregym" in arg for arg in now.cmdline)
 
 
 def journaled_identity(process: JournaledProcess) -> ProcessIdentity | None:
@@ -134,7 +137,7 @@ def cleanup_run(rj: RunJournal, kube: Any, *, directory: Path | None = None, for
     """Recover one run's open intents newest first; close its journal when nothing is left.
     ``busy``: namespace -> id of a live run working there, whose agent access and objects stay."""
     result = RunCleanup(rj.run_id)
-    if rj.header and not force and _process_alive(rj.header.pid):
+    if rj.header and not force and _process_alive(rj.header):
         result.skipped = f"its process {rj.header.pid} is still running (stop it first, or pass --force)"
         return result
     try:
@@ -193,7 +196,7 @@ def cleanup_all(kube_for: Callable[[RunHeader | None], Any], *, directory: Path 
                 force: bool = False) -> list[RunCleanup]:
     """Clean every open journal, newest run first (a later run may have built on an earlier one)."""
     journals = open_journals(directory)
-    busy = {} if force else {ns: rj.run_id for rj in journals if rj.header and _process_alive(rj.header.pid)
+    busy = {} if force else {ns: rj.run_id for rj in journals if rj.header and _process_alive(rj.header)
                              for ns in app_namespaces(rj)}
     return [cleanup_run(rj, kube_for(rj.header), directory=directory, force=force, busy=busy)
             for rj in reversed(journals)]

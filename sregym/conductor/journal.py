@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, model_validator
 
 from sregym.cluster.owned_processes import ProcessIdentity
 from sregym.cluster.scratch import process_start_time
@@ -55,6 +55,17 @@ class RunHeader(BaseModel):
     context: str | None = None
     plugins: list[str] = Field(default_factory=list, description="--plugins folders cleanup must import")
     pid: int = Field(default_factory=os.getpid)
+    pid_start: str | None = Field(None, description="the run's process's start time (clock ticks since boot): a "
+                                                    "later process with a recycled pid is not the run; None in "
+                                                    "journals of older sregym versions")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _this_process(cls, data: Any) -> Any:
+        """A header made without a pid is this process's: its start time is taken with it."""
+        if isinstance(data, dict) and "pid" not in data and "pid_start" not in data:
+            data = {**data, "pid": os.getpid(), "pid_start": process_start_time(os.getpid())}
+        return data
 
 
 class BeforeAgent(BaseModel):

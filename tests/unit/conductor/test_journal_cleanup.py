@@ -625,3 +625,33 @@ def test_an_entry_without_start_time_is_not_stopped_if_the_process_started_after
     [result] = cleanup_all(lambda header: None, directory=tmp_path)
     assert result.stopped == [] and result.closed
     assert tool_server.poll() is None
+
+
+def test_a_recycled_pid_is_not_taken_for_the_live_run(world: Path, tmp_path: Path):
+    """The run's process is known by its start time too: another process that now has its pid (even
+    one whose command line names sregym) does not keep cleanup away from a killed run's faults."""
+    import subprocess
+    import sys
+
+    directory = tmp_path / "journal"
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "sregym"])
+    try:
+        journal = Journal("r6", directory)
+        journal.start(RunHeader(run_id="r6", problem_id="p", pid=sleeper.pid, pid_start="1"))  # not its start
+        anyio.run(start, plane_for(journal), "a", world)
+        [result] = cleanup_all(lambda header: None, directory=directory)
+        assert not result.skipped and result.recovered == ["a"]
+        assert json.loads(world.read_text())["a"] == "good"
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+def test_a_header_made_by_the_run_carries_its_process_start_time():
+    import os
+
+    header = RunHeader(run_id="r7", problem_id="p")
+    assert (header.pid, header.pid_start) == (os.getpid(), process_start_time(os.getpid()))
+    assert RunHeader.model_validate_json(header.model_dump_json()) == header
+    old = RunHeader.model_validate({"run_id": "r8", "problem_id": "p", "pid": 12345})  # an older journal's
+    assert old.pid_start is None

@@ -284,12 +284,24 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                     "os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)", copy])
         runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, copy, str(state.pid), f["path"]])
 
-    def verify(self, state: SectorErrorState) -> Verification:
+    def _reader(self, state: SectorErrorState) -> tuple[Any, int]:
+        """The node's runner and the pid of a container to read the files through: the faulted one
+        while it runs, else a current container of the target (a restart does not cure bad blocks
+        below the pod; reading through the dead container's pid said "not in place" until timeout)."""
         runner = node_runner(self.ctx, state.container["node"])
+        if process_starttime(runner, state.pid) == state.pid_start:
+            return runner, state.pid
+        return target_pid(self.ctx, pick_container(self.ctx, self.target))
+
+    def verify(self, state: SectorErrorState) -> Verification:
+        try:
+            runner, pid = self._reader(state)
+        except (FaultError, UserInputError) as e:
+            return Verification(False, f"no running container of the target to read through yet: {e}")
         want = str(getattr(errno, self.params.errno))
         notes, ok = [], True
         for f in state.files:
-            view = f"/proc/{state.pid}/root{f['path']}"
+            view = f"/proc/{pid}/root{f['path']}"
             for b in f["blocks"]:
                 got = runner.run(["python3", "-c", _READ_BLOCK, view, str(self.params.block_size),
                                   str(b * self.params.block_size)], check=False).stdout.strip()

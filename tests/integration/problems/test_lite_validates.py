@@ -216,6 +216,10 @@ def test_latent_sector_error_is_not_fixed_by_restarting_the_database(cluster):
         core.delete_namespaced_pod("shop-db-0", ns)
         eventually(new_pod_ready, timeout=240, every=2, what="a new shop-db-0 Ready")
         still_bad = not readable()
+        # the fault plane's own check sees it too, through the new pod's container (it once read
+        # through the deleted container's pid, said "not in place" and took its whole timeout)
+        check = await plane.verify(run.fault.id, timeout=10)
+        assert check.ok, check.detail
 
         # the database reads the bad pages itself now (its buffers are empty): a real I/O error,
         # not a short read, in its log and in the api's answers for the shoppers on those pages

@@ -24,16 +24,24 @@ pytestmark = pytest.mark.cluster
 NOERROR, SERVFAIL, NXDOMAIN = 0, 2, 3
 
 
-def _free_port() -> int:
+def _free_port(candidates=(0,)) -> int:
     """A loopback port free for both TCP and UDP (DNS and its forwards use both)."""
-    while True:
-        with socket.socket() as tcp, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
-            tcp.bind(("127.0.0.1", 0))
-            try:
-                udp.bind(("127.0.0.1", tcp.getsockname()[1]))
-            except OSError:
-                continue
-            return tcp.getsockname()[1]
+    for _ in range(100):
+        for wanted in candidates:
+            with socket.socket() as tcp, socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as udp:
+                try:
+                    tcp.bind(("127.0.0.1", wanted))
+                    udp.bind(("127.0.0.1", tcp.getsockname()[1]))
+                except OSError:
+                    continue
+                return tcp.getsockname()[1]
+    raise AssertionError(f"no free loopback port among {candidates}")
+
+
+def _dead_port() -> int:
+    """A free port below the ephemeral range: a forward's own source port can never be it, so the
+    forward cannot connect its UDP socket to itself and read back its own query (a FORMERR)."""
+    return _free_port(range(900, 1024))
 
 
 def _query(port: int, name: str, timeout: float = 5.0) -> tuple[int, list[str]]:
@@ -70,7 +78,7 @@ def _standalone_corefile(corefile: str, kubeconfig: str, context: str | None, po
     text = re.sub(r"(health|ready|prometheus) :\d+", lambda m: f"{m.group(1)} 127.0.0.1:{_free_port()}", corefile)
     text = re.sub(r":53\b", f":{port}", text)
     text = re.sub(r"(\n\s*kubernetes [^\n{]*\{)", rf"\1\n        kubeconfig {kubeconfig} {context or ''}", text, count=1)
-    dead = _free_port()
+    dead = _dead_port()
     return text + f"\nunreachable.test:{port} {{\n    errors\n    forward . 127.0.0.1:{dead} {{\n" \
                   "        max_fails 1\n        expire 1s\n    }\n}\n"
 

@@ -365,7 +365,8 @@ class LocalCluster:
 
     # ------------------------------------------------------------------ images
     def _coredns_image(self) -> str:
-        return f"{COREDNS_IMAGE_REPO}:{binaries.COREDNS_VERSION}"
+        # tagged with the build's plugin set too: a changed set is a new image, not a stale one reused
+        return f"{COREDNS_IMAGE_REPO}:{binaries.COREDNS_VERSION}-{binaries.COREDNS.variant}"
 
     def _ensure_images(self) -> None:
         sock = self.paths.containerd_socket
@@ -386,7 +387,7 @@ class LocalCluster:
             oci.import_archive(sock, archive)
         ref = self._coredns_image()
         if not oci.image_present(sock, ref):
-            archive = cache / "coredns" / f"coredns-{binaries.COREDNS_VERSION}.tar"
+            archive = cache / "coredns" / f"{binaries.COREDNS.directory.name}.tar"
             oci.write_docker_archive(archive, ref, {"/coredns": (binaries.COREDNS.path("coredns"), 0o755)},
                                      entrypoint=["/coredns"], exposed_ports=["53/udp", "53/tcp", "9153/tcp"])
             oci.import_archive(sock, archive)

@@ -8,10 +8,12 @@ on the same seeds for comparison. The point is that the loop works end to end on
 not a strong agent: the runbook holds the fix, the bandit only has to find which entry it is.
 
     python3 examples/runbook_bandit.py --episodes 8 --out runs/bandit
+    python3 examples/runbook_bandit.py --incident lite --episodes 3 --out runs/bandit-lite
 
 writes ``returns.json`` and ``returns.png`` (return per episode, and the running mean, of both
-policies) under ``--out``. Needs the local cluster (`sregym cluster up`); about 15 s an episode on
-the tiny test problem.
+policies) under ``--out``. Needs the local cluster (`sregym cluster up`). ``--incident tiny`` (the
+default) plays the conductor's tiny test problem (about 12 s an episode); ``--incident lite`` a
+problem of the lite suite, hotel_geo_selector_mismatch (docs/training.md has its figures).
 """
 
 from __future__ import annotations
@@ -28,18 +30,39 @@ import gymnasium as gym
 import sregym.gym  # noqa: F401 - registers sregym/Incident-v0
 
 TESTS = Path(__file__).resolve().parent.parent / "tests" / "integration" / "conductor"
-PROBLEM = "tiny_settings_drift"
+# which incident the episodes play: its problem, the app's namespace, and where its files are
+# (the tiny problem lives with the conductor's tests; a lite problem is in problems/)
+INCIDENTS = {
+    "tiny": {"problem": "tiny_settings_drift", "namespace": "tiny",
+             "problems_dirs": [TESTS / "problems"], "charts_dirs": [str(TESTS / "charts")]},
+    "lite": {"problem": "hotel_geo_selector_mismatch", "namespace": "hotel-reservation",
+             "problems_dirs": [], "charts_dirs": []},
+}
 
 
 def call(tool: str, **arguments) -> dict:
     return {"tool": tool, "arguments": json.dumps(arguments)}
 
 
-def runbook(namespace: str) -> dict[str, list[dict]]:
-    """What an on-call engineer might try first, each ending in a diagnosis and the submission."""
-    def entry(diagnosis: str, *calls: dict) -> list[dict]:
-        return [*calls, call("submit_diagnosis", text=diagnosis), call("submit_mitigation")]
+def entry(diagnosis: str, *calls: dict) -> list[dict]:
+    return [*calls, call("submit_diagnosis", text=diagnosis), call("submit_mitigation")]
 
+
+def runbook(namespace: str, incident: str = "tiny") -> dict[str, list[dict]]:
+    """What an on-call engineer might try first, each ending in a diagnosis and the submission.
+    The lite incident's runbook is two entries (looking, and the fix): each episode of a real app
+    costs tens of seconds, and a bandit tries every entry once before it can prefer one."""
+    if incident == "lite":
+        selector = {"app.kubernetes.io/name": "geo", "app.kubernetes.io/instance": "hotel-reservation"}
+        return {
+            "look and declare it fixed": entry("nothing found",
+                                               call("kubectl", command=["get", "pods", "-n", namespace])),
+            "restore the geo Service's selector": entry(
+                "the geo Service's selector matches no geo pod, so geo has no endpoints; restored it",
+                call("kubectl", command=["get", "service", "geo", "-n", namespace, "-o", "yaml"]),
+                call("kubectl", command=["patch", "service", "geo", "-n", namespace, "-p",
+                                         json.dumps({"spec": {"selector": selector}})])),
+        }
     return {
         "restart the deployments": entry("pods were in a bad state; restarted them",
                                          call("kubectl", command=["rollout", "restart", "deployment", "-n", namespace])),
@@ -83,12 +106,13 @@ class RunbookBandit:
         self.count[key][entry] += 1
 
 
-def play(env: gym.Env, seed: int, choose) -> tuple[str, str, float, bool]:
+def play(env: gym.Env, seed: int, choose, incident: str = "tiny") -> tuple[str, str, float, bool]:
     """One episode: reset, the chosen entry's calls; the alert, the entry, the return and whether
     mitigation passed."""
-    obs, info = env.reset(seed=seed, options={"problem": PROBLEM})
+    where = INCIDENTS[incident]
+    obs, info = env.reset(seed=seed, options={"problem": where["problem"]})
     alert = obs["text"]
-    entries = runbook("tiny")  # the namespace the prompt names
+    entries = runbook(where["namespace"], incident)  # the namespace the prompt names
     entry = choose(alert, list(entries))
     total, passed = 0.0, False
     for action in entries[entry]:
@@ -100,7 +124,7 @@ def play(env: gym.Env, seed: int, choose) -> tuple[str, str, float, bool]:
     return alert, entry, total, passed
 
 
-def plot(results: dict[str, list[dict]], path: Path) -> None:
+def plot(results: dict[str, list[dict]], path: Path, incident: str = "tiny") -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -113,7 +137,7 @@ def plot(results: dict[str, list[dict]], path: Path) -> None:
         episodes = range(1, len(returns) + 1)
         ax.plot(episodes, returns, "o", color=color, alpha=0.4, label=f"{name}: return")
         ax.plot(episodes, running, "-", color=color, label=f"{name}: running mean")
-    ax.set_xlabel("episode (live run of the tiny test problem)")
+    ax.set_xlabel(f"episode (live run of {INCIDENTS[incident]['problem']})")
     ax.set_ylabel("episode return (the run's reward)")
     ax.set_title("Runbook bandit vs a random pick, on live episodes")
     ax.legend(loc="best", fontsize=8)
@@ -123,6 +147,8 @@ def plot(results: dict[str, list[dict]], path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> dict[str, list[dict]]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--incident", choices=sorted(INCIDENTS), default="tiny",
+                        help="tiny: the conductor's test problem; lite: a problem of the lite suite")
     parser.add_argument("--episodes", type=int, default=8, help="episodes per policy (each a live run)")
     parser.add_argument("--epsilon", type=float, default=0.1, help="the bandit's exploration rate")
     parser.add_argument("--seed", type=int, default=0, help="seeds the picks; episode i plays run seed SEED+i")
@@ -131,11 +157,12 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict]]:
     args = parser.parse_args(argv)
 
     args.out.mkdir(parents=True, exist_ok=True)
-    env = gym.make("sregym/Incident-v0", problems_dirs=[TESTS / "problems"], out_dir=args.out / "runs",
+    where = INCIDENTS[args.incident]
+    env = gym.make("sregym/Incident-v0", problems_dirs=where["problems_dirs"], out_dir=args.out / "runs",
                    kubeconfig=args.kubeconfig,
                    settings={"noise": False, "baseline_window": 1, "grade_window": 3, "verify_timeout": 30,
-                             "charts_dirs": [str(TESTS / "charts")]})
-    bandit = RunbookBandit(list(runbook("tiny")), args.epsilon, random.Random(args.seed))
+                             "charts_dirs": where["charts_dirs"]})
+    bandit = RunbookBandit(list(runbook(where["namespace"], args.incident)), args.epsilon, random.Random(args.seed))
     uniform = random.Random(args.seed + 1)
     results: dict[str, list[dict]] = {"bandit": [], "random pick": []}
     try:
@@ -143,7 +170,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict]]:
             for name in results:
                 choose = ((lambda alert, entries: bandit.pick(alert)) if name == "bandit"
                           else (lambda alert, entries: uniform.choice(entries)))
-                alert, entry, total, passed = play(env, args.seed + i, choose)
+                alert, entry, total, passed = play(env, args.seed + i, choose, args.incident)
                 if name == "bandit":
                     bandit.learn(alert, entry, total)
                 results[name].append({"episode": i + 1, "entry": entry, "return": round(total, 4), "mitigated": passed})
@@ -151,7 +178,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict]]:
     finally:
         env.close()
     (args.out / "returns.json").write_text(json.dumps(results, indent=2))
-    plot(results, args.out / "returns.png")
+    plot(results, args.out / "returns.png", args.incident)
     for name, rows in results.items():
         half = len(rows) // 2
         print(f"{name}: mean return {sum(r['return'] for r in rows) / len(rows):+.3f}, last half "

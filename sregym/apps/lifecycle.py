@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+from concurrent.futures import ThreadPoolExecutor
 import time
 from pathlib import Path
 from typing import Any
@@ -88,11 +89,13 @@ def _pod_reason(pod: Any) -> str | None:
     return None
 
 
-def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None) -> AppStatus:
-    """The release, workloads and pods of ``app`` in ``namespace`` (default: the app's own)."""
+def status(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None, *,
+           installed: tuple[str | None, str | None] | None = None) -> AppStatus:
+    """The release, workloads and pods of ``app`` in ``namespace`` (default: the app's own);
+    ``installed``: the release's state and chart hash, when the caller has just read them."""
     spec = _spec(app)
     ns = namespace or spec.namespace
-    state, digest = release.installed(cluster, spec.name, ns)
+    state, digest = installed or release.installed(cluster, spec.name, ns)
     out = AppStatus(name=spec.name, namespace=ns, release=state, chart_hash=digest)
     if state is None:
         return out
@@ -247,9 +250,14 @@ def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
     digest = merged["sregym"]["chartHash"]
     state, installed_hash = release.installed(cluster, spec.name, ns)
     drift: list[str] = []
-    if state == "deployed" and installed_hash == digest and status(cluster, spec, ns).ready:
-        drift = release.drifted(cluster, spec.name, ns)
-        if not drift:
+    if state == "deployed" and installed_hash == digest:
+        # whether it is ready and whether it drifted, side by side (the diff is the slow one; it
+        # counts only when the release is ready)
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            ready = pool.submit(lambda: status(cluster, spec, ns, installed=(state, installed_hash)).ready)
+            drifts = pool.submit(release.drifted, cluster, spec.name, ns)
+            drift = drifts.result() if ready.result() else []
+        if ready.result() and not drift:
             return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=True,
                                 seconds=time.monotonic() - started)
     if spec.workload:

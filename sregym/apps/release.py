@@ -93,32 +93,47 @@ def installed(cluster: ClusterHandle, release: str, namespace: str) -> tuple[str
     return state, (current.get(HASH_VALUE[0]) or {}).get(HASH_VALUE[1])
 
 
-def release_objects(cluster: ClusterHandle, release: str, namespace: str) -> set[tuple[str, str]] | None:
-    """``(kind, name)`` of every object the release's manifest holds; None when helm cannot say
-    (no such release). What the agent made is what is in the namespace and not in here."""
-    manifest = helm(cluster, "get", "manifest", release, "-n", namespace, timeout=60)
-    if manifest.returncode != 0:
+def manifest(cluster: ClusterHandle, release: str, namespace: str) -> str | None:
+    """The release's manifest (``helm get manifest``); None when there is no such release."""
+    proc = helm(cluster, "get", "manifest", release, "-n", namespace, timeout=60)
+    return proc.stdout if proc.returncode == 0 else None
+
+
+def release_objects(cluster: ClusterHandle, release: str, namespace: str, *, text: str | None = None
+                    ) -> set[tuple[str, str]] | None:
+    """``(kind, name)`` of every object the release's manifest holds (``text``: that manifest, when
+    the caller already read it); None when helm cannot say (no such release). What the agent made is
+    what is in the namespace and not in here."""
+    text = text if text is not None else manifest(cluster, release, namespace)
+    if text is None:
         return None
-    return {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(manifest.stdout)
+    return {(doc["kind"], doc["metadata"]["name"]) for doc in yaml.safe_load_all(text)
             if isinstance(doc, dict) and doc.get("kind") and (doc.get("metadata") or {}).get("name")}
 
 
-def drifted(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
+DIFF_OBJECTS_PER_CALL = 6  # kubectl diff dry-runs its objects one after another: a few per call, calls side by side
+
+
+def drifted(cluster: ClusterHandle, release: str, namespace: str, *, text: str | None = None) -> list[str]:
     """Objects of the release whose live state differs from its manifest in a field the manifest
     sets (``kubectl diff``: the manifest applied as a server-side dry run, against the live
     objects), e.g. a Service that a test or a crashed run left with another targetPort. A reused
-    release must be the chart, not what the last user left; ``["(unknown)"]`` when it cannot tell."""
-    manifest = helm(cluster, "get", "manifest", release, "-n", namespace, timeout=60)
-    if manifest.returncode != 0:
+    release must be the chart, not what the last user left; ``["(unknown)"]`` when it cannot tell.
+    ``text``: the release's manifest, when the caller already read it."""
+    text = text if text is not None else manifest(cluster, release, namespace)
+    if text is None:
         return ["(unknown)"]
     found: set[str] = set()
-    # kubectl diff refuses an object of another namespace than -n (the load generator's): one per
-    # namespace, side by side (each is a server-side dry run of every object: a second or more)
-    parts = list(by_namespace(manifest.stdout, namespace).items())
+    # kubectl diff refuses an object of another namespace than -n (the load generator's), and it
+    # dry-runs each object in turn (a hotel-reservation release took 3-4 s in one call on a loaded
+    # machine): a few objects per call, every call side by side
+    parts = [(ns, chunk) for ns, docs in by_namespace_docs(text, namespace).items()
+             for chunk in chunks(docs, DIFF_OBJECTS_PER_CALL)]
 
-    def diff(part: tuple[str, str]) -> Any:
-        ns, text = part
-        return cluster.kube.kubectl("-n", ns, "diff", "-f", "-", input=text, check=False, timeout=120)
+    def diff(part: tuple[str, list[dict[str, Any]]]) -> Any:
+        ns, docs = part
+        return cluster.kube.kubectl("-n", ns, "diff", "-f", "-", input=yaml.safe_dump_all(docs), check=False,
+                                    timeout=120)
 
     with ThreadPoolExecutor(max_workers=max(1, len(parts))) as pool:
         diffs = list(pool.map(diff, parts))
@@ -133,13 +148,18 @@ def drifted(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
     return sorted(found)
 
 
-def by_namespace(manifest: str, default: str) -> dict[str, str]:
-    """A release manifest split by each object's namespace (``default`` when it names none)."""
+def chunks(items: list[Any], size: int) -> list[list[Any]]:
+    """``items`` in consecutive lists of at most ``size`` (none when ``items`` is empty)."""
+    return [items[i:i + size] for i in range(0, len(items), max(1, size))]
+
+
+def by_namespace_docs(manifest_text: str, default: str) -> dict[str, list[dict[str, Any]]]:
+    """A release manifest's objects by namespace (``default`` when one names none)."""
     out: dict[str, list[dict[str, Any]]] = {}
-    for doc in yaml.safe_load_all(manifest):
+    for doc in yaml.safe_load_all(manifest_text):
         if doc:
             out.setdefault((doc.get("metadata") or {}).get("namespace") or default, []).append(doc)
-    return {ns: yaml.safe_dump_all(docs) for ns, docs in out.items()}
+    return out
 
 
 # helm's message when values change a StatefulSet field the API server will not update in place

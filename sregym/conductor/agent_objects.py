@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from sregym.apps.release import drifted, release_objects
+from sregym.apps.release import drifted, manifest, release_objects
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.record import AgentObject
 
@@ -163,12 +163,14 @@ def teardown(cluster: ClusterHandle, before: Snapshot, release: str) -> list[Age
     if before.namespace_uid is not None and namespace_uid(cluster, before.namespace) != before.namespace_uid:
         return []
     after = snapshot(cluster, before.namespace, before.resources)
-    owned = release_objects(cluster, release, before.namespace) or set()
+    text = manifest(cluster, release, before.namespace)  # read once: what the release owns, and its drift
+    owned = (release_objects(cluster, release, before.namespace, text=text) if text is not None else None) or set()
     found = changes(before, after, owned)
     if before.namespaces is not None:  # a whole namespace it made goes, with everything in it
         found += [AgentObject(resource="namespaces", namespace="", name=name, change="created")
                   for name, uid in sorted(namespaces(cluster).items()) if uid not in before.namespaces.values()]
     remove(cluster, found)
+    drift = drifted(cluster, release, before.namespace, text=text) if text is not None else ["(unknown)"]
     found += [AgentObject(resource="(release)", namespace=before.namespace, name=name, change="drifted")
-              for name in drifted(cluster, release, before.namespace)]
+              for name in drift]
     return found

@@ -18,6 +18,7 @@ scripts over it (``run.run_problem``, ``validate.validate_problem``) say only wh
 
 from __future__ import annotations
 
+import functools
 import platform
 import secrets
 import subprocess
@@ -113,12 +114,18 @@ def versions(cluster: ClusterHandle) -> Versions:
         v.kubernetes = cluster.kube.server_version()
     except SregymError:
         pass
+    v.helm = helm_version()
+    return v
+
+
+@functools.lru_cache(maxsize=1)
+def helm_version() -> str | None:
+    """``helm version --short``, asked once a process (every episode's record names it)."""
     try:
         out = subprocess.run([helm_path(), "version", "--short"], capture_output=True, text=True, timeout=30)
-        v.helm = out.stdout.strip() or None
+        return out.stdout.strip() or None
     except (SregymError, OSError, subprocess.SubprocessError):
-        pass
-    return v
+        return None
 
 
 def ensure_hidden_namespace(kube: Any) -> None:

@@ -231,3 +231,27 @@ def test_the_runbook_bandit_example_learns_on_live_episodes(cluster, tmp_path):
     assert sum(r["return"] for r in bandit) > sum(r["return"] for r in pick)
     assert (tmp_path / "returns.png").is_file()
     assert greeting(cluster) == "hello"
+
+
+def test_the_runbook_bandit_learns_on_live_episodes_of_a_lite_problem(cluster, tmp_path):
+    """The example's loop in CI, on the lite suite's hotel_geo_selector_mismatch: two entries (the
+    fix, and looking), three episodes a policy. The bandit tries each entry once, then keeps to the
+    one that paid; the random pick (seeded: it looks twice, then fixes) earns less."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("runbook_bandit", Path(__file__).parents[3] / "examples" / "runbook_bandit.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    t0 = time.monotonic()
+    results = example.main(["--incident", "lite", "--episodes", "3", "--epsilon", "0", "--out", str(tmp_path),
+                            "--kubeconfig", str(cluster.kubeconfig)])
+    print(f"lite bandit: 6 live episodes in {time.monotonic() - t0:.0f}s")
+    bandit, pick = results["bandit"], results["random pick"]
+    fix = "restore the geo Service's selector"
+    assert sorted(r["entry"] for r in bandit[:2]) == sorted(example.runbook("hotel-reservation", "lite"))
+    assert bandit[2]["entry"] == fix and bandit[2]["mitigated"] is True  # learned: the entry that paid
+    assert all(r["mitigated"] == (r["entry"] == fix) for r in bandit + pick)  # the fix mitigates, looking does not
+    assert sum(r["return"] for r in bandit) > sum(r["return"] for r in pick)
+    assert (tmp_path / "returns.png").is_file()
+    svc = cluster.kube.core.read_namespaced_service("geo", "hotel-reservation")
+    assert svc.spec.selector == {"app.kubernetes.io/name": "geo", "app.kubernetes.io/instance": "hotel-reservation"}

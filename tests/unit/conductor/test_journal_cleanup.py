@@ -234,8 +234,9 @@ def release(monkeypatch):
     """The app's release holds Deployment ``api`` (helm is not asked: pure logic)."""
     from sregym.conductor import agent_objects
 
-    monkeypatch.setattr(agent_objects, "release_objects", lambda cluster, name, ns: {("Deployment", "api")})
-    monkeypatch.setattr(agent_objects, "drifted", lambda cluster, name, ns: [])
+    monkeypatch.setattr(agent_objects, "manifest", lambda cluster, name, ns: "kind: Deployment")
+    monkeypatch.setattr(agent_objects, "release_objects", lambda cluster, name, ns, text: {("Deployment", "api")})
+    monkeypatch.setattr(agent_objects, "drifted", lambda cluster, name, ns, text: [])
 
 
 def test_what_the_agent_created_before_the_conductor_was_killed_is_removed_by_cleanup(tmp_path: Path, release):

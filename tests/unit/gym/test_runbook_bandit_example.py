@@ -25,9 +25,24 @@ def test_the_bandit_tries_every_entry_then_keeps_to_the_one_that_paid_per_alert(
 
 
 def test_every_runbook_entry_ends_by_submitting_and_names_the_namespace_it_is_given():
-    for calls in bandit_example.runbook("shop-p1").values():
-        assert [c["tool"] for c in calls[-2:]] == ["submit_diagnosis", "submit_mitigation"]
-        assert all("shop-p1" in c["arguments"] for c in calls if c["tool"] == "kubectl")
+    for incident in bandit_example.INCIDENTS:
+        for calls in bandit_example.runbook("shop-p1", incident).values():
+            assert [c["tool"] for c in calls[-2:]] == ["submit_diagnosis", "submit_mitigation"]
+            assert all("shop-p1" in c["arguments"] for c in calls if c["tool"] == "kubectl")
+
+
+def test_the_lite_incident_is_a_lite_suite_problem_and_its_runbook_holds_its_fix():
+    from sregym.apps.spec import load_app
+    from sregym.core.loader import load_catalog
+
+    lite = bandit_example.INCIDENTS["lite"]
+    catalog = load_catalog()
+    assert lite["problem"] in [p.id for p in catalog.suite_problems("lite")]
+    problem = catalog.problem(lite["problem"]).problem
+    assert (problem.app.namespace or load_app(problem.app.name).namespace) == lite["namespace"]
+    patches = [c for calls in bandit_example.runbook(lite["namespace"], "lite").values() for c in calls
+               if "patch" in c["arguments"]]
+    assert len(patches) == 1 and problem.faults[0].target.name in patches[0]["arguments"]
 
 
 class FakeIncidentEnv:

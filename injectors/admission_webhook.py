@@ -33,7 +33,8 @@ from kubernetes.client.exceptions import ApiException
 from pydantic import BaseModel, ConfigDict, Field
 
 from sregym.injectors import (FaultError, UserInputError, Verification, WorkloadEdit, WorkloadEditState, apply_edits,
-                              create_object, delete_object, edit, get_object, injector, list_objects, poll, resource)
+                              create_object, delete_object, edit, get_object, injector, list_objects, poll, require_object,
+                              resource)
 
 PORT = 8443
 PATH = "/validate"
@@ -183,6 +184,23 @@ def refusal_events(events: list[dict], name: str, since: str | None) -> list[dic
             and (since is None or last_seen(e)[:19] >= since[:19])]
 
 
+def refusal_conditions(replica_sets: list[dict], owner_uid: str, name: str, since: str | None) -> list[dict]:
+    """ReplicaFailure conditions naming the webhook on the ReplicaSets of the Deployment ``owner_uid``,
+    set at or after ``since``. The controller sets one when a pod creation fails and clears it at
+    the next success, so it says "refused" when the events cannot: the controller-manager's event
+    spam filter (25 events per object, then one per 5 minutes) drops a ReplicaSet's later
+    FailedCreate events after a long refusal, which verify once waited for in vain."""
+    found = []
+    for rs in replica_sets:
+        if not any(o.get("uid") == owner_uid for o in rs["metadata"].get("ownerReferences") or []):
+            continue
+        for c in (rs.get("status") or {}).get("conditions") or []:
+            if (c.get("type") == "ReplicaFailure" and c.get("status") == "True" and name in (c.get("message") or "")
+                    and (since is None or (c.get("lastTransitionTime") or "")[:19] >= since[:19])):
+                found.append(c)
+    return found
+
+
 def refused_by_webhook(message: str | None, name: str) -> bool:
     return bool(message) and "failed calling webhook" in message and name in message
 
@@ -235,8 +253,12 @@ class AdmissionWebhook(WorkloadEdit[WebhookParams]):
             apply_edits(kube, [edit("Service", ns, p.name, ["spec", "selector", "app"], p.name, f"{p.name}-server")])
         if not poll(lambda: refused_by_webhook(admission_refusal(kube, ns), p.name), 60.0, 1.0):
             raise FaultError(f"pods are still admitted in {ns} after webhook {p.name} lost its backend")
-        for pod in state.pods:
-            delete_object(kube, "Pod", pod, ns)
+        # the target's pods as they are now (a pod made since the plan would stay and serve)
+        for pod in self._running(state) if state.pods else []:
+            delete_object(kube, "Pod", pod["metadata"]["name"], ns)
+
+    def _running(self, state: WebhookState) -> list[dict]:
+        return [o for o in self.live_pods(state) if not o["metadata"].get("deletionTimestamp")]
 
     def _admitted(self, ns: str) -> bool:
         """A new pod is admitted while the configuration exists."""
@@ -249,11 +271,19 @@ class AdmissionWebhook(WorkloadEdit[WebhookParams]):
         ns, name = state.namespace, self.params.name
         why = admission_refusal(self.ctx.kube, ns)
         refused = refused_by_webhook(why, name)
-        alive = [o["metadata"]["name"] for o in self.live_pods(state) if not o["metadata"].get("deletionTimestamp")]
+        alive = [f'{o["metadata"]["name"]} (created {o["metadata"].get("creationTimestamp")})' for o in self._running(state)]
         events = refusal_events(list_objects(self.ctx.kube, "Event", ns), name, state.planned_at)
-        ok = refused and (not state.pods or (not alive and bool(events)))
+        kind, _, target = state.workload
+        conditions = []
+        if kind == "Deployment":
+            owner = require_object(self.ctx.kube, kind, target, ns)["metadata"]["uid"]
+            conditions = refusal_conditions(list_objects(self.ctx.kube, "ReplicaSet", ns), owner, name,
+                                            state.planned_at)
+        ok = refused and (not state.pods or (not alive and bool(events or conditions)))
         return Verification(ok, f"new pods refused by the webhook: {refused} ({(why or 'admitted')[:160]}); "
-                                f"target pods alive: {len(alive)}; FailedCreate events naming it: {len(events)}")
+                                f"target pods alive: {len(alive)} {alive or ''} (planned with {state.pods}, "
+                                f"at {state.planned_at}); FailedCreate events naming it: {len(events)}; "
+                                f"ReplicaFailure conditions naming it: {len(conditions)}")
 
     def recover(self, state: WebhookState) -> None:
         # the configuration first: from then on pods are admitted, whatever is left of the server

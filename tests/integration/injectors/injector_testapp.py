@@ -171,7 +171,7 @@ class Cycle:
 
         try:
             wait_until(check, timeout, 2, f"{self.injector.name} to take effect")
-        except AssertionError:
+        except pytest.fail.Exception:  # eventually's failure (not an AssertionError): say what verify saw
             raise AssertionError(f"verify never said yes: {last[0].detail if last else '-'}") from None
         return last[0]
 

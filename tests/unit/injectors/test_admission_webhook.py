@@ -193,3 +193,20 @@ def test_only_refusals_since_the_plan_count():
                "eventTime": "2026-11-27T07:06:00.123456Z"}]
     assert len(aw.refusal_events(events, "pod-policy", "2026-11-27T07:05:00Z")) == 2
     assert len(aw.refusal_events(events, "pod-policy", None)) == 3
+
+
+def test_a_replica_set_refused_since_the_plan_counts_when_its_events_were_dropped():
+    """The controller-manager drops a ReplicaSet's FailedCreate events after 25 (one per 5 minutes
+    then): its ReplicaFailure condition still says the webhook refused it."""
+    def rs(owner, cond_type="ReplicaFailure", msg='Internal error: failed calling webhook "pod-policy.app.svc"',
+           since="2026-11-27T07:05:01Z", status="True"):
+        return {"metadata": {"name": "web-1", "ownerReferences": [{"uid": owner}]},
+                "status": {"conditions": [{"type": cond_type, "status": status, "reason": "FailedCreate",
+                                           "message": msg, "lastTransitionTime": since}]}}
+    plan = "2026-11-27T07:05:00Z"
+    assert len(aw.refusal_conditions([rs("d1")], "d1", "pod-policy", plan)) == 1
+    assert aw.refusal_conditions([rs("d2")], "d1", "pod-policy", plan) == []  # another Deployment's
+    assert aw.refusal_conditions([rs("d1", since="2026-11-27T06:59:00Z")], "d1", "pod-policy", plan) == []
+    assert aw.refusal_conditions([rs("d1", msg="exceeded quota")], "d1", "pod-policy", plan) == []
+    assert aw.refusal_conditions([rs("d1", status="False")], "d1", "pod-policy", plan) == []
+    assert aw.refusal_conditions([{"metadata": {"name": "x"}}], "d1", "pod-policy", plan) == []

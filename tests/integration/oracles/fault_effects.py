@@ -186,14 +186,38 @@ def release_of(kube, ns: str) -> dict:
     return release
 
 
-def service_port(kube, ns: str, service: str) -> int | None:
-    """The port the chart gives the Service (what its clients are configured for), whatever the
-    live object says now."""
+def chart_service(kube, ns: str, service: str) -> dict | None:
+    """The Service as the chart defines it, whatever the live object says now."""
     manifest = helm(kube, "get", "manifest", release_of(kube, ns)["name"], "-n", ns).stdout
     for doc in yaml.safe_load_all(manifest):
         if doc and doc.get("kind") == "Service" and doc["metadata"]["name"] == service:
-            return doc["spec"]["ports"][0]["port"]
+            return doc
     return None
+
+
+def service_port(kube, ns: str, service: str) -> int | None:
+    """The port the chart gives the Service (what its clients are configured for)."""
+    doc = chart_service(kube, ns, service)
+    return doc["spec"]["ports"][0]["port"] if doc else None
+
+
+def foreign_backends(kube, ns: str, service: str) -> Effect:
+    """Present when the Service's endpoints are pods its chart's selector does not select: a
+    Service pointed at another workload answers, but with another component's answers (measured:
+    geo's Service pointed at frontend's pods answered /readyz, while every hotel search failed)."""
+    doc = chart_service(kube, ns, service)
+    selector = (doc or {}).get("spec", {}).get("selector")
+    if not selector:
+        return Effect(False, f"the chart gives Service {service} no selector")
+    labels = {p["metadata"]["name"]: p["metadata"].get("labels") or {}
+              for p in get_json(kube, "get", "pods", "-n", ns)["items"]}
+    slices = get_json(kube, "get", "endpointslices", "-n", ns, "-l", f"kubernetes.io/service-name={service}")["items"]
+    backends = {(e.get("targetRef") or {}).get("name") for s in slices for e in s.get("endpoints") or []}
+    # a pod already gone (the slice lags its deletion) is no one's
+    foreign = sorted(b for b in backends if b in labels and not selector.items() <= labels[b].items())
+    if foreign:
+        return Effect(True, f"Service {service} sends to pods its chart does not select: {', '.join(foreign[:3])}")
+    return Effect(False, f"Service {service}'s endpoints are its own pods")
 
 
 # Where an HTTP Service is asked whether it serves, when not at ``/readyz``: the event pipeline's
@@ -203,7 +227,8 @@ HTTP_PATHS = {"gateway": "/users/user-1/summary"}
 
 
 def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
-    """The component's Service answers as its kind of server should, from another pod."""
+    """The component's Service answers as its kind of server should, from another pod, from the
+    pods its chart selects (``foreign_backends``)."""
     port = service_port(kube, ns, service)
     if port is None:
         return Effect(True, f"the chart has no Service {service}")
@@ -218,7 +243,11 @@ def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     if peer is None:
         return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
     kind = "http_many" if many else PORT_KINDS.get(port, "http")
-    return probe(kube, ns, *peer, kind, service, port, HTTP_PATHS.get(service, "/readyz"))
+    answered = probe(kube, ns, *peer, kind, service, port, HTTP_PATHS.get(service, "/readyz"))
+    if answered.present:
+        return answered
+    backed = foreign_backends(kube, ns, service)  # an answer from another component's pods is not service
+    return Effect(backed.present, f"{answered.evidence}; {backed.evidence}" if backed.present else answered.evidence)
 
 
 def _target_service(problem, fault) -> str:

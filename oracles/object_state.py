@@ -140,11 +140,12 @@ def stale_containers(pods: list[dict[str, Any]], configmap: str, key: str, writt
     started before the key was written, or setting a broken value in their own env.
 
     ``read_env(pod, container)`` reads the value the container really runs with (its environment is
-    fixed when it starts), and that value decides: a container that started before the key was last
-    written may also have started before the key was ever broken (managed fields keep only each
-    writer's latest time), so the start time alone would fail a working system. A container whose
-    environment cannot be read (an image without ``printenv``) is not judged; without a reader
-    (pure logic) the start time decides."""
+    fixed when it starts), and that value decides, for every container that reads the key: a
+    container that started before the key was last written may also have started before the key was
+    ever broken (managed fields keep only each writer's latest time), so the start time alone would
+    fail a working system, and one that started after it may still run the broken value (measured
+    after a helm rollback). A container whose environment cannot be read (an image without
+    ``printenv``) is not judged; without a reader (pure logic) the start time decides."""
     out = []
     for pod in pods:
         if pod["metadata"].get("deletionTimestamp") or pod.get("status", {}).get("phase") != "Running":
@@ -158,13 +159,15 @@ def stale_containers(pods: list[dict[str, Any]], configmap: str, key: str, writt
                 ok, why = expect.holds(value)
                 if not ok:
                     out.append(f"{where} sets {key} in its own env ({why})")
+            elif how == "configmap" and read_env is not None:
+                # every container that reads the key, whenever it started: the key's write time is
+                # no proof of when its value changed (after a helm rollback a rate pod the start
+                # time called new still ran the broken value, and the oracle passed)
+                running = read_env(pod["metadata"]["name"], c["name"])
+                ok, why = expect.holds(running) if running is not None else (True, "")
+                if not ok:
+                    out.append(f"{where} runs {key}={shown(running)} ({why})")
             elif how == "configmap" and started.get(c["name"]) and written and started[c["name"]] < written:
-                if read_env is not None:
-                    running = read_env(pod["metadata"]["name"], c["name"])
-                    ok, why = expect.holds(running) if running is not None else (True, "")
-                    if not ok:
-                        out.append(f"{where} runs {key}={shown(running)} ({why}): it started before the fix")
-                    continue
                 out.append(f"{where} started {started[c['name']]:%H:%M:%S}, before {key} was last written "
                            f"({written:%H:%M:%S}): it still runs the old value")
     return out

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -59,10 +60,15 @@ def workloads(kube, ns: str) -> list[dict]:
 
 
 def wait_settled(kube, ns: str, timeout: int = 60) -> None:
-    """Give every rollout up to ``timeout`` seconds (a faulty one may never finish)."""
-    for w in workloads(kube, ns):
+    """Give every rollout up to ``timeout`` seconds (a faulty one may never finish), side by side:
+    one after another, each faulty workload added its own ``timeout``."""
+    def status(w: dict) -> None:
         kube.kubectl("rollout", "status", f"{w['kind'].lower()}/{w['metadata']['name']}", "-n", ns,
                      f"--timeout={timeout}s", check=False, timeout=timeout + 30)
+
+    items = workloads(kube, ns)
+    with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
+        list(pool.map(status, items))
 
 
 def own_spec(obj: dict) -> dict:

@@ -255,3 +255,16 @@ def test_a_bad_probe_param_names_the_field():
 
     with pytest.raises(UserInputError, match="params"):
         HttpProbe.parse_params({"url": "http://x/", "expect_json": ["a"], "method": "DELETE"})
+
+
+def test_a_container_running_the_bad_value_fails_whenever_it_started():
+    """Measured in the anti-gaming matrix (hotel_cache_wrong_port x helm_rollback): after a helm
+    rollback a rate pod still ran CACHE_PORT=11222 while configmap_value passed 4/4 samples: the key's
+    write time (managed fields) is no proof of when the value changed, so a container the start time
+    calls new is read too, when it can be."""
+    good = Condition.model_validate({"equals": "5432"})
+    written = key_written_at(CM, "DB_PORT")
+    new = pod("geo-new", "2026-01-01T10:31:00Z")
+    stale = stale_containers([new], "settings", "DB_PORT", written, good, lambda p, c: "5433")
+    assert len(stale) == 1 and "runs DB_PORT=5433" in stale[0]
+    assert stale_containers([new], "settings", "DB_PORT", written, good, lambda p, c: "5432") == []

@@ -338,6 +338,17 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 notes.append(f"{f['path']} block {b}: {'errno ' + got if got != 'ok' else 'reads fine'}")
         return Verification(ok, "; ".join(notes))
 
+    def _current(self, runner: Any, state: SectorErrorState) -> SectorErrorState:
+        """The state with the target's current container process (one restarted since the plan
+        has new backends holding the file too)."""
+        if process_starttime(runner, state.pid) == state.pid_start:
+            return state
+        try:
+            _, pid = target_pid(self.ctx, pick_container(self.ctx, self.target))
+        except Exception:  # noqa: BLE001 - no running target (an app taken down): nothing holds the file
+            return state
+        return state.model_copy(update={"pid": pid})
+
     def _repair(self, runner: Any, f: dict[str, Any], servers: list[tuple[int, str]]) -> bool:
         """Ask the file's servers to pass every block through (a repaired disk); whether they said so."""
         for pid, start in servers:
@@ -377,10 +388,10 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                                check=False)
                 for cmd in dust.teardown_commands(f["token"], image, mnt):
                     runner.run(["sh", "-c", cmd], check=False)
-            if not f["blocks"] and process_starttime(runner, state.pid) == state.pid_start:
+            if not f["blocks"]:
                 # the volume layer ends with the run: backends reopen the file, now the disk's own,
                 # so they release the layer's server, which then exits
-                self._reopen_in_postgres(runner, state, f)
+                self._reopen_in_postgres(runner, self._current(runner, state), f)
             if repaired:  # most go at once (nothing held them open); a held one serves until released
                 poll(lambda: not pids_with_cmdline(runner, f["token"]), timeout=3, interval=0.3)
                 continue

@@ -256,7 +256,9 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
 
     @staticmethod
     def _last_line(runner: Any, log: str) -> str:
-        lines = runner.run(["cat", log], check=False).stdout.strip().splitlines()
+        """The log's last line. An earlier server of the same file that still serves backends'
+        old descriptors writes on at its own offset after a new one truncated the log: NULs."""
+        lines = runner.run(["cat", log], check=False).stdout.replace("\0", "").strip().splitlines()
         return lines[-1] if lines else ""
 
     def _on_node(self, runner: Any, f: dict[str, Any]) -> bool:

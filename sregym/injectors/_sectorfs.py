@@ -108,7 +108,10 @@ class SectorFS:
         return struct.pack("<QII", 0, 0, 0) + fattr  # attr_valid 0: always ask again
 
     def reply(self, unique: int, error: int = 0, body: bytes = b"") -> None:
-        os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + len(body), -error, unique) + body)
+        try:
+            os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + len(body), -error, unique) + body)
+        except FileNotFoundError:
+            pass  # the request was interrupted (its process was killed): the kernel forgot it
 
     def handle(self, opcode: int, body: bytes) -> tuple[int, bytes]:
         if opcode == OP["INIT"]:

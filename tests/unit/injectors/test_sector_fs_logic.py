@@ -55,3 +55,18 @@ def test_bad_blocks_come_to_a_running_server_and_its_cached_pages_are_dropped(tm
     assert struct.unpack_from("<Qqq", msg, OUT_HEADER.size) == (ROOT_ID, 0, 0)
     fs.repair()
     assert fs.handle(15, read) == (0, bytes(4096))
+
+
+def test_a_reply_to_a_request_the_kernel_dropped_does_not_end_the_server(monkeypatch):
+    """A backend killed mid-read (pg_terminate_backend, a pod restart) makes the kernel drop its
+    request; the reply then fails with ENOENT. The volume layer's server lives for the whole run, so
+    it must go on serving (it died, leaving the file answering ENOTCONN, in a live test)."""
+    import errno
+
+    from sregym.injectors import _sectorfs
+
+    def dropped(fd, data):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    monkeypatch.setattr(_sectorfs.os, "write", dropped)
+    _sectorfs.SectorFS(-1, -1, 4096, set(), errno.EIO).reply(7, 0, b"data")  # no exception

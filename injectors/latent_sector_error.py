@@ -117,10 +117,17 @@ def postgres_reopen_sql(path: str) -> tuple[str, str] | None:
 class LatentSectorErrorParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     paths: list[str] = Field(..., min_length=1, description="absolute paths of files inside the target container")
-    blocks: list[int] | None = Field(None, description="bad block numbers (same for each file); default: seeded")
+    blocks: list[int] | None = Field(None, description="bad block numbers (same for each file); default: seeded; "
+                                     "[]: none, the fault plane's volume layer (serves the files, every block good)")
     count: int = Field(1, ge=1, description="how many bad blocks per file when blocks is not given")
     block_size: int = Field(4096, ge=512, description="bytes per block (a page: 4096)")
     errno: Literal["EIO", "ENODATA", "EBADMSG"] = "EIO"
+
+
+def layer_token(node_path: str, container_id: str, path: str) -> str:
+    """The name of the volume layer's server for a file: from where the file lives on the node (so a
+    fault planned after a container restart finds it), else from its container and path."""
+    return "L" + hashlib.sha256((node_path or f"{container_id}:{path}").encode()).hexdigest()[:12]
 
 
 def choose_blocks(seed: int, path: str, size: int, block_size: int, count: int) -> list[int]:
@@ -134,7 +141,8 @@ class SectorErrorState(PlannedState):
     pid: int | None = Field(None, description="a process of the target container, on its node")
     pid_start: str | None = Field(None, description="that process's start time (a reused pid is not it)")
     files: list[dict[str, Any]] = Field(default_factory=list,
-                                        description="each file: path, size, blocks, token, node_path, node_ns")
+                                        description="each file: path, size, blocks, token, node_path, node_ns, "
+                                                    "layer (the volume layer's server token)")
     mechanism: str = Field("", description="the mechanism planned (dm_dust or fuse)")
 
 
@@ -178,15 +186,16 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
             if proc.returncode != 0:
                 raise UserInputError(f"params.paths: {path} does not exist in {tc.pod}/{tc.container}")
             size = int(proc.stdout)
-            blocks = self.params.blocks or choose_blocks(self.ctx.seed, path, size, self.params.block_size,
-                                                         self.params.count)
+            blocks = self.params.blocks if self.params.blocks is not None else choose_blocks(
+                self.ctx.seed, path, size, self.params.block_size, self.params.count)
             token = "v" + hashlib.sha256(f"{tc.container_id}:{path}".encode()).hexdigest()[:12]
             node_ns, node_path = "", ""
             if self.mechanism.name == FUSE.name:
                 found = runner.run(["python3", "-c", _NODE_PATH, str(pid), path], check=False).stdout.split(" ", 1)
                 node_ns, node_path = (found[0], found[1].strip()) if len(found) == 2 else ("", "")
-            files.append({"path": path, "size": size, "blocks": blocks, "token": token, "node_path": node_path,
-                          "node_ns": node_ns})
+            layer = layer_token(node_path, tc.container_id, path)
+            files.append({"path": path, "size": size, "blocks": blocks, "token": layer if not blocks else token,
+                          "node_path": node_path, "node_ns": node_ns, "layer": layer})
         return SectorErrorState(container=tc.as_state(), pid=pid, pid_start=process_starttime(runner, pid),
                                 files=files, mechanism=self.mechanism.name)
 
@@ -214,12 +223,43 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
             raise FaultError(f"container {tc.pod}/{tc.container} restarted since the plan")
         runner.run(["mkdir", "-p", WORK_DIR])
         for f in state.files:
+            if state.mechanism == FUSE.name and f["blocks"] and self._layer_server(runner, f):
+                self._turn_bad(runner, state, f)
+                continue
             if self._mounted(runner, state, f):
                 continue
             if state.mechanism == DM_DUST.name:
                 self._inject_dust(runner, state, f)
             else:
                 self._inject_fuse(runner, state, f, tc)
+
+    def _layer_server(self, runner: Any, f: dict[str, Any]) -> list[tuple[int, str]]:
+        """The volume layer's server of the file, when the fault plane serves it (else [])."""
+        return pids_with_cmdline(runner, f["layer"]) if f.get("layer") and f["blocks"] else []
+
+    def _turn_bad(self, runner: Any, state: SectorErrorState, f: dict[str, Any]) -> None:
+        """Bad blocks in the file system that already serves the file: nothing is mounted, the
+        container's mounts stay as they were in the healthy run."""
+        nonce = hashlib.sha256(f"{self.ctx.run_id}:{f['token']}".encode()).hexdigest()[:8]
+        install_file(runner, f"{WORK_DIR}/{f['layer']}.bad",
+                     f"{self.params.errno} {nonce} {','.join(map(str, f['blocks']))}\n")
+        for pid, start in self._layer_server(runner, f):
+            if process_starttime(runner, pid) == start:
+                runner.run(["kill", "-USR2", str(pid)], check=False)
+        log = f"{WORK_DIR}/{f['layer']}.log"
+        if not poll(lambda: self._last_line(runner, log) == f"bad blocks {nonce}", timeout=15, interval=0.3):
+            raise FaultError(f"the file system serving {f['path']} did not take the bad blocks: "
+                             f"{self._last_line(runner, log)}")
+        if not self._mounted(runner, state, f) and f.get("node_path"):  # a container that missed the layer
+            runner.run(["python3", "-c", dust.MOVE_MOUNT_SCRIPT, f["node_path"], str(state.pid), f["path"],
+                        f["node_ns"]])
+
+    @staticmethod
+    def _last_line(runner: Any, log: str) -> str:
+        """The log's last line. An earlier server of the same file that still serves backends'
+        old descriptors writes on at its own offset after a new one truncated the log: NULs."""
+        lines = runner.run(["cat", log], check=False).stdout.replace("\0", "").strip().splitlines()
+        return lines[-1] if lines else ""
 
     def _on_node(self, runner: Any, f: dict[str, Any]) -> bool:
         """Whether our file system is mounted on the file's path on the node."""
@@ -232,6 +272,9 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         the running container; else mounted in the container only."""
         log = f"{WORK_DIR}/{f['token']}.log"
         node_path = f.get("node_path") or ""
+        if node_path and self._on_node(runner, f) and not pids_with_cmdline(runner, f["token"]):
+            # a server that died (a crash) left its mount answering ENOTCONN: take it off first
+            runner.run(["python3", "-c", _UNMOUNT_EVERYWHERE, node_path, f["path"]], check=False)
         if not (node_path and self._on_node(runner, f)):
             install_file(runner, self._script(), node_program(sectorfs)[1])
             spawn(runner, ["python3", self._script(), str(state.pid), f["path"], str(self.params.block_size),
@@ -309,13 +352,24 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                 notes.append(f"{f['path']} block {b}: {'errno ' + got if got != 'ok' else 'reads fine'}")
         return Verification(ok, "; ".join(notes))
 
+    def _current(self, runner: Any, state: SectorErrorState) -> SectorErrorState:
+        """The state with the target's current container process (one restarted since the plan
+        has new backends holding the file too)."""
+        if process_starttime(runner, state.pid) == state.pid_start:
+            return state
+        try:
+            _, pid = target_pid(self.ctx, pick_container(self.ctx, self.target))
+        except Exception:  # noqa: BLE001 - no running target (an app taken down): nothing holds the file
+            return state
+        return state.model_copy(update={"pid": pid})
+
     def _repair(self, runner: Any, f: dict[str, Any], servers: list[tuple[int, str]]) -> bool:
         """Ask the file's servers to pass every block through (a repaired disk); whether they said so."""
         for pid, start in servers:
             if process_starttime(runner, pid) == start:
                 runner.run(["kill", "-USR1", str(pid)], check=False)
         log = f"{WORK_DIR}/{f['token']}.log"
-        return poll(lambda: "pass-through" in runner.run(["cat", log], check=False).stdout, timeout=5, interval=0.2)
+        return poll(lambda: self._last_line(runner, log) == "pass-through", timeout=5, interval=0.2)
 
     def recover(self, state: SectorErrorState) -> None:
         """Repair, then unmount: database backends that opened the file through the mount keep their
@@ -324,6 +378,11 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
         them all); one that did not say it passes through is stopped, as before."""
         runner = node_runner(self.ctx, state.container["node"])
         for f in state.files:
+            layer = self._layer_server(runner, f)
+            if layer and not pids_with_cmdline(runner, f["token"]):  # bad blocks in the volume layer's server
+                if not self._repair(runner, {"token": f["layer"]}, layer):
+                    raise FaultError(f"the file system serving {f['path']} did not pass every block through")
+                continue
             servers = pids_with_cmdline(runner, f["token"])
             repaired = bool(servers) and self._repair(runner, f, servers)
             if f.get("node_path"):  # every copy, wherever containers took it, before the server goes
@@ -343,6 +402,10 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
                                check=False)
                 for cmd in dust.teardown_commands(f["token"], image, mnt):
                     runner.run(["sh", "-c", cmd], check=False)
+            if not f["blocks"]:
+                # the volume layer ends with the run: backends reopen the file, now the disk's own,
+                # so they release the layer's server, which then exits
+                self._reopen_in_postgres(runner, self._current(runner, state), f)
             if repaired:  # most go at once (nothing held them open); a held one serves until released
                 poll(lambda: not pids_with_cmdline(runner, f["token"]), timeout=3, interval=0.3)
                 continue

@@ -30,6 +30,14 @@ class ServiceSpec(_Spec):
                               description="PersistentVolumeClaims its pods mount (a durable directory of its own)")
 
 
+class VolumeLayerSpec(_Spec):
+    """Files of a data store's volume that the fault plane serves through its block layer in every
+    run (every block good), so a fault that makes blocks of them bad mounts nothing new."""
+
+    container: str = Field(..., description="the data store's container that reads them")
+    files: list[str] = Field(..., min_length=1, description="absolute paths inside that container")
+
+
 class DatastoreSpec(_Spec):
     """A database, cache or queue the services depend on."""
 
@@ -39,6 +47,7 @@ class DatastoreSpec(_Spec):
     port: int
     persistent: bool = False
     credentials_secret: str | None = None
+    volume_layer: VolumeLayerSpec | None = None
 
 
 class Endpoint(_Spec):

@@ -38,7 +38,7 @@ from sregym.apps import DeployedApp, app_driver
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
 from sregym.conductor import agent_objects
-from sregym.conductor.faultplane import FaultPlane
+from sregym.conductor.faultplane import FaultPlane, serve_volumes
 from sregym.conductor.journal import Journal, RunHeader
 from sregym.conductor.progress import Phases
 from sregym.conductor.scheduler import TimelinePlayer
@@ -238,6 +238,15 @@ class Episode:
                                      noise_params={"duration": problem.noise.duration_seconds,
                                                    "exclude": sorted(problem.noise.exclude)}, note=self.phases.note)
         return self.player
+
+    async def serve_volumes(self) -> list[str]:
+        """Before the baseline, with the fault plane open: the data stores' volume layers
+        (``faultplane.serve_volumes``), in every run of the app whatever its faults."""
+        assert self.plane is not None and self.app is not None, "open_fault_plane() first"
+        served = await serve_volumes(self.plane, self.app.info)
+        if served:
+            self.phases.note(f"volume layer: {', '.join(served)}")
+        return served
 
     async def inject(self, until: float | None = None) -> TimelinePlayer:
         """Play the timeline up to ``until`` (default: the incident onset), each fault verified,

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from sregym.conductor.journal import Intent, Journal
 from sregym.core.constants import HIDDEN_NAMESPACE
-from sregym.core.errors import FaultError, SregymError
+from sregym.core.errors import FaultError, MechanismUnavailable, SregymError
 from sregym.core.problem import Selector
 from sregym.core.seeds import derive_seed
 from sregym.injectors import INJECTORS, FaultContext, Injector, Verification, run_labels, running_pods
@@ -359,7 +359,37 @@ class FaultPlane:
                 errors.append(str(e))
         return errors
 
+    def layers(self) -> dict[str, str]:
+        """Volume layer key -> mechanism."""
+        return {k: a.intent.mechanism for k, a in self.active.items() if a.intent.kind == "layer"}
+
     def mechanisms(self) -> dict[str, str]:
         """Fault id -> mechanism (re-applications are listed by ``reapplied``)."""
         return {k: a.intent.mechanism for k, a in self.active.items()
                 if a.intent.kind == "fault" and COPY_SEPARATOR not in k}
+
+
+VOLUME_LAYER = ("latent_sector_error", "fuse-bad-blocks")  # the injector and mechanism that serve it
+
+
+async def serve_volumes(plane: FaultPlane, app: Any) -> list[str]:
+    """Serve the files each data store of ``app`` (an ``AppSpec``) declares in ``volume_layer``
+    through the fault plane's block layer, every block good, in every run of the app before its
+    baseline: a fault that makes blocks of them bad then only turns them bad in the server that
+    already runs, and the store's containers see the same mounts in healthy and faulty runs.
+    Journaled (kind ``layer``), recovered with the run's faults (last, being first) and by
+    ``sregym cleanup``. Returns the keys served."""
+    served = []
+    for store in getattr(app, "datastores", None) or []:
+        layer = store.volume_layer
+        if layer is None:
+            continue
+        key = f"volume/{store.name}"
+        try:
+            await plane.start(key=key, kind="layer", injector=VOLUME_LAYER[0], params={"paths": layer.files, "blocks": []},
+                              target=Selector(kind=store.kind, name=store.name, container=layer.container),
+                              mechanism=VOLUME_LAYER[1])
+        except MechanismUnavailable:
+            continue  # a node without FUSE: the store's files are the disk's own, as are a fault's mounts
+        served.append(key)
+    return served

@@ -35,7 +35,7 @@ class Intent(BaseModel):
     """What is about to change, with all that is needed to undo it in another process."""
 
     key: str = Field(..., description="unique inside the run: fault id, or noise event name")
-    kind: Literal["fault", "noise"]
+    kind: Literal["fault", "noise", "layer"] = Field(..., description="layer: the volume layer of a data store")
     injector: str
     params: dict[str, Any] = Field(default_factory=dict)
     target: dict[str, Any] = Field(default_factory=dict)

@@ -336,8 +336,9 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
         try:
             await ep.deploy()
             await s.step("healthy baseline", ep.healthy)
-            await ep.measure_baseline(grade_window)
             ep.open_fault_plane()
+            await ep.serve_volumes()
+            await ep.measure_baseline(grade_window)
             if problem.no_op:
                 return await s.control()
             await s.step("inject and verify", s.inject)

@@ -15,6 +15,12 @@ kernel's FUSE protocol directly over ``/dev/fuse`` (no libfuse needed):
 Processes that opened the file before the mount keep their old descriptor (they read the disk
 directly) until they reopen it: the same is true of a bad sector that a cache hides.
 
+Bad blocks can also come later to a server that already serves the file (the fault plane's volume
+layer serves a data store's files with none in every run, so the mount is there in healthy runs
+too): ``SIGUSR2`` reads ``ERRNO NONCE BLOCKS`` from ``TOKEN.bad`` next to this script, makes those
+blocks bad, drops the kernel's cached pages of the file (so reads reach the server) and prints
+``bad blocks NONCE``.
+
 Recovery is a repaired disk, not a pulled one: ``SIGUSR1`` turns every bad block good (the server
 then only passes reads and writes through and prints ``pass-through``), after which recover lazily
 unmounts it everywhere. Processes that opened the file through it (database backends keep their
@@ -36,6 +42,7 @@ import os
 import signal
 import struct
 import sys
+import threading
 
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV = 2, 4
@@ -46,6 +53,7 @@ OP = {"LOOKUP": 1, "FORGET": 2, "GETATTR": 3, "SETATTR": 4, "OPEN": 14, "READ": 
       "STATFS": 17, "RELEASE": 18, "FSYNC": 20, "FLUSH": 25, "INIT": 26, "ACCESS": 34, "INTERRUPT": 36,
       "DESTROY": 38, "BATCH_FORGET": 42, "FALLOCATE": 43}
 NO_REPLY = {OP["FORGET"], OP["BATCH_FORGET"], OP["INTERRUPT"]}
+NOTIFY_INVAL_INODE, ROOT_ID = 2, 1
 FATTR_MODE, FATTR_UID, FATTR_GID, FATTR_SIZE = 1, 2, 4, 8
 MAX_WRITE = 128 * 1024
 
@@ -74,6 +82,24 @@ class SectorFS:
         self.bad = set()
         print("pass-through", flush=True)
 
+    def turn_bad(self, control: str) -> None:
+        """Make the blocks ``control`` names bad (a ``SIGUSR2`` handler). The kernel may hold pages of
+        the file read while they were good: they are dropped (``FUSE_NOTIFY_INVAL_INODE``) from
+        another thread, since the kernel waits for locked pages whose reads this thread answers."""
+        name, nonce, blocks = (open(control).read().split() + ["", "", ""])[:3]
+        self.err = getattr(errno, name, errno.EIO)
+        self.bad = {int(b) for b in blocks.split(",") if b}
+
+        def drop_cache() -> None:
+            try:
+                os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + 24, NOTIFY_INVAL_INODE, 0)
+                         + struct.pack("<Qqq", ROOT_ID, 0, 0))
+            except OSError:
+                pass  # nothing cached
+            print(f"bad blocks {nonce}", flush=True)
+
+        threading.Thread(target=drop_cache, daemon=True).start()
+
     def attr(self) -> bytes:
         st = os.fstat(self.backing)
         fattr = ATTR.pack(1, st.st_size, st.st_blocks, int(st.st_atime), int(st.st_mtime), int(st.st_ctime),
@@ -82,7 +108,10 @@ class SectorFS:
         return struct.pack("<QII", 0, 0, 0) + fattr  # attr_valid 0: always ask again
 
     def reply(self, unique: int, error: int = 0, body: bytes = b"") -> None:
-        os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + len(body), -error, unique) + body)
+        try:
+            os.write(self.fd, OUT_HEADER.pack(OUT_HEADER.size + len(body), -error, unique) + body)
+        except FileNotFoundError:
+            pass  # the request was interrupted (its process was killed): the kernel forgot it
 
     def handle(self, opcode: int, body: bytes) -> tuple[int, bytes]:
         if opcode == OP["INIT"]:
@@ -195,6 +224,8 @@ def main(argv: list[str]) -> None:
         mount_in_container(pid, path, fuse_fd, 0o100000)
     fs = SectorFS(fuse_fd, backing, block_size, bad, getattr(errno, err))
     signal.signal(signal.SIGUSR1, fs.repair)
+    control = os.path.join(os.path.dirname(os.path.abspath(argv[0])), f"{argv[6]}.bad")
+    signal.signal(signal.SIGUSR2, lambda *_: fs.turn_bad(control))
     print("serving", flush=True)
     fs.serve()
 

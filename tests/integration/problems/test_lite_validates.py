@@ -128,6 +128,11 @@ class LatentSectorRun:
                                      app=None, window_seconds=5)
 
     async def inject(self) -> None:
+        """As a run does: the shop's volume layer first (before the baseline), then the fault."""
+        from sregym.apps import load_app
+        from sregym.conductor.faultplane import serve_volumes
+
+        await serve_volumes(self.plane, load_app("online-shop"))
         f = self.fault
         await self.plane.start(key=f.id, kind="fault", injector=f.injector, params=f.params, target=f.target,
                                mechanism=f.mechanism)

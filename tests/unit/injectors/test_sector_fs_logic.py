@@ -27,3 +27,46 @@ def test_packet_ids_are_parsed_from_queue_messages_and_verdicts_accept():
     assert packet_ids(msg + msg) == [77, 77]
     v = verdict(5, 77)
     assert struct.unpack_from("!II", v, 24) == (1, 77)
+
+
+def test_bad_blocks_come_to_a_running_server_and_its_cached_pages_are_dropped(tmp_path):
+    """The volume layer's server takes bad blocks later (SIGUSR2 reads them from its control file):
+    it fails reads of them with the errno named, and asks the kernel to drop the file's cached pages
+    (FUSE_NOTIFY_INVAL_INODE on the root, the whole file) so reads reach it; SIGUSR1 repairs."""
+    import errno
+    import os
+
+    from sregym.injectors._sectorfs import NOTIFY_INVAL_INODE, OUT_HEADER, ROOT_ID, SectorFS
+
+    r, w = os.pipe()
+    data = tmp_path / "data"
+    data.write_bytes(bytes(8 * 4096))
+    backing = os.open(data, os.O_RDWR)
+    fs = SectorFS(w, backing, 4096, set(), errno.EIO)
+    read = struct.pack("<QQI", 0, 3 * 4096, 4096)
+    assert fs.handle(15, read) == (0, bytes(4096))
+    control = tmp_path / "L123.bad"
+    control.write_text("ENODATA n1 3,5\n")
+    fs.turn_bad(str(control))
+    assert fs.handle(15, read) == (errno.ENODATA, b"")
+    msg = os.read(r, 64)  # blocks until the notifying thread wrote
+    length, code, unique = OUT_HEADER.unpack_from(msg)
+    assert (code, unique, length) == (NOTIFY_INVAL_INODE, 0, OUT_HEADER.size + 24)
+    assert struct.unpack_from("<Qqq", msg, OUT_HEADER.size) == (ROOT_ID, 0, 0)
+    fs.repair()
+    assert fs.handle(15, read) == (0, bytes(4096))
+
+
+def test_a_reply_to_a_request_the_kernel_dropped_does_not_end_the_server(monkeypatch):
+    """A backend killed mid-read (pg_terminate_backend, a pod restart) makes the kernel drop its
+    request; the reply then fails with ENOENT. The volume layer's server lives for the whole run, so
+    it must go on serving (it died, leaving the file answering ENOTCONN, in a live test)."""
+    import errno
+
+    from sregym.injectors import _sectorfs
+
+    def dropped(fd, data):
+        raise FileNotFoundError(errno.ENOENT, "No such file or directory")
+
+    monkeypatch.setattr(_sectorfs.os, "write", dropped)
+    _sectorfs.SectorFS(-1, -1, 4096, set(), errno.EIO).reply(7, 0, b"data")  # no exception

@@ -355,13 +355,11 @@ class LatentSectorError(Injector[LatentSectorErrorParams]):
     def _current(self, runner: Any, state: SectorErrorState) -> SectorErrorState:
         """The state with the target's current container process (one restarted since the plan
         has new backends holding the file too)."""
-        if process_starttime(runner, state.pid) == state.pid_start:
-            return state
         try:
-            _, pid = target_pid(self.ctx, pick_container(self.ctx, self.target))
+            _, pid = self._reader(state)
         except Exception:  # noqa: BLE001 - no running target (an app taken down): nothing holds the file
             return state
-        return state.model_copy(update={"pid": pid})
+        return state if pid == state.pid else state.model_copy(update={"pid": pid})
 
     def _repair(self, runner: Any, f: dict[str, Any], servers: list[tuple[int, str]]) -> bool:
         """Ask the file's servers to pass every block through (a repaired disk); whether they said so."""

@@ -70,3 +70,15 @@ def test_a_reply_to_a_request_the_kernel_dropped_does_not_end_the_server(monkeyp
 
     monkeypatch.setattr(_sectorfs.os, "write", dropped)
     _sectorfs.SectorFS(-1, -1, 4096, set(), errno.EIO).reply(7, 0, b"data")  # no exception
+
+
+def test_recover_sees_the_repair_whatever_the_log_says_after_it():
+    """The server said "pass-through" after it last took bad blocks: a line written after it (a
+    second server of the file writing into the same log) does not hide it, an older one does not count."""
+    from injectors.latent_sector_error import passed_through
+
+    assert passed_through(["serving", "bad blocks n1", "pass-through", "serving"])
+    assert passed_through(["serving", "pass-through"])  # a server mounted by the fault itself
+    assert not passed_through(["serving", "pass-through", "bad blocks n2"])  # repaired before, bad again
+    assert not passed_through(["serving", "bad blocks n1"])
+    assert not passed_through([])

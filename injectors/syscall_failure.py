@@ -299,7 +299,7 @@ class SyscallFailure(Injector[SyscallFailureParams]):
                                lambda c: (c.get("securityContext") or {}).get("seccompProfile") == want)
             filtered = []
             for pod in [p for p in pods if p["metadata"]["name"] in hit]:
-                tc = TargetContainer(ns, pod["metadata"]["name"], pod["metadata"]["uid"], pod["spec"]["nodeName"],
+                tc = TargetContainer(ns, pod["metadata"]["name"], pod["metadata"]["uid"], pod["spec"].get("nodeName", ""),
                                      state.container, next((s.get("containerID") for s in
                                                                pod["status"].get("containerStatuses") or []
                                                                if s["name"] == state.container), "") or "")

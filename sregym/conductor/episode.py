@@ -210,8 +210,12 @@ class Episode:
             await anyio.sleep(3)
 
     async def measure_baseline(self, window: float, *, require_healthy: bool = False) -> dict[str, Any]:
-        """SLOs over ``window`` s before any fault; ``require_healthy`` refuses an unhealthy app first."""
+        """SLOs over ``window`` s before any fault; ``require_healthy`` refuses an unhealthy app first.
+        With the fault plane open, the data stores' volume layers are served first: the baseline is
+        measured through them, and a fault on their files then mounts nothing new (no tell)."""
         assert self.app is not None, "deploy() first"
+        if self.plane is not None and not self.plane.layers():
+            await self.serve_volumes()
         if require_healthy:
             ok, detail = await self.healthy()
             if not ok:
@@ -240,8 +244,8 @@ class Episode:
         return self.player
 
     async def serve_volumes(self) -> list[str]:
-        """Before the baseline, with the fault plane open: the data stores' volume layers
-        (``faultplane.serve_volumes``), in every run of the app whatever its faults."""
+        """The data stores' volume layers (``faultplane.serve_volumes``), in every run of the app
+        whatever its faults; ``measure_baseline`` starts them."""
         assert self.plane is not None and self.app is not None, "open_fault_plane() first"
         served = await serve_volumes(self.plane, self.app.info)
         if served:

@@ -72,7 +72,6 @@ async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path,
         players: list[TimelinePlayer] = []
 
         async def start_incident() -> None:
-            await ep.serve_volumes()
             with phases.phase("baseline", f"{settings.baseline_window:.0f}s"):
                 await ep.measure_baseline(settings.baseline_window, require_healthy=True)
             with phases.phase("inject", f"{len(problem.faults)} fault(s)"):

@@ -337,7 +337,6 @@ async def validate_problem(problem: Problem, *, cluster: ClusterHandle, driver: 
             await ep.deploy()
             await s.step("healthy baseline", ep.healthy)
             ep.open_fault_plane()
-            await ep.serve_volumes()
             await ep.measure_baseline(grade_window)
             if problem.no_op:
                 return await s.control()

@@ -249,6 +249,12 @@ class AdmissionWebhook(WorkloadEdit[WebhookParams]):
         # as a person's kubectl edit (its field manager: the agent reads managedFields)
         if p.how == "no_backend":
             apply_edits(kube, [edit("Deployment", ns, p.name, ["spec", "replicas"], 1, 0)])
+            # a terminating server still answers through its Service until it exits (kube-proxy sends
+            # to serving terminating endpoints when no ready one is left): a pod the target's controller
+            # made in that window was admitted and would stay (seen live, five seconds after the plan)
+            if not poll(lambda: not list_objects(kube, "Pod", ns, {"app": p.name}), p.ready_timeout, 1.0):
+                raise FaultError(f"the webhook server's pods in {ns} did not go within {p.ready_timeout:.0f} s "
+                                 f"of its Deployment {p.name} being scaled to 0")
         else:  # a renamed label: the Service selects no pod
             apply_edits(kube, [edit("Service", ns, p.name, ["spec", "selector", "app"], p.name, f"{p.name}-server")])
         if not poll(lambda: refused_by_webhook(admission_refusal(kube, ns), p.name), 60.0, 1.0):

@@ -26,7 +26,7 @@ from kubernetes import client
 from pydantic import Field, model_validator
 
 from sregym.oracles import (OWNER_LABEL, OWNER_VALUE, CheckResult, ClusterError, MitigationOracle, Sample,
-                            WindowParams, lost, mitigation_oracle, window_of, window_result)
+                            WindowParams, grade_lost, lost, mitigation_oracle, window_of, window_result)
 
 PROBE_IMAGE = "sregym/base:bookworm"
 
@@ -161,6 +161,7 @@ def ensure_namespace(core: client.CoreV1Api, name: str) -> None:
 
 # the probe pod's phase when it was stopped because its answers already failed the check
 LOST = "stopped: the answers so far fail the check"
+STOPPED = "stopped: another oracle already failed the grade"
 
 
 def judged(logs: str, p: HttpProbeParams) -> list[Sample]:
@@ -199,8 +200,8 @@ class HttpProbe(MitigationOracle):
                 pass  # already gone
         samples = judged(logs, p)
         evidence = {"url": p.url, "probe_phase": phase, "requests": p.requests}
-        if phase == LOST:  # the answers so far already fail the check: the rest cannot change it
-            evidence["stopped_after"] = len(samples)
+        if phase in (LOST, STOPPED):  # the answers so far already fail the check (or another oracle
+            evidence["stopped_after"] = len(samples)  # failed the grade): the rest cannot change it
         elif len(samples) < p.requests:
             evidence["missing_answers"] = p.requests - len(samples)
             samples += [Sample(window_s, False, {"reason": f"probe pod ended ({phase}) before this request"})
@@ -225,6 +226,8 @@ class HttpProbe(MitigationOracle):
                     so_far = ""
                 if decided(so_far):
                     return LOST, so_far
+                if grade_lost():
+                    return STOPPED, so_far
             waiting = [cs.state.waiting.reason for cs in pod.status.container_statuses or []
                        if cs.state and cs.state.waiting and cs.state.waiting.reason in
                        ("ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName")]

@@ -4,6 +4,7 @@ with the error as evidence; a missing judge leaves the diagnosis ``judged: false
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import anyio
@@ -14,7 +15,7 @@ from sregym.apps import DeployedApp
 from sregym.core.problem import Problem
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
 from sregym.core.trajectory import Trajectory
-from sregym.oracles import MITIGATION_ORACLES, MitigationContext, complete_grades
+from sregym.oracles import MITIGATION_ORACLES, MitigationContext, complete_grades, stops_on
 from sregym.oracles import grade_diagnosis as judge_diagnosis
 
 __all__ = ["complete_grades", "grade_diagnosis", "grade_mitigation", "symptom_lag"]
@@ -28,6 +29,23 @@ def _check_one(ref_name: str, raw: dict[str, Any], ctx: MitigationContext) -> Ch
         return CheckResult(name=ref_name, passed=False, message=f"oracle error: {e}", evidence={"error": str(e)})
 
 
+def _check_stoppable(ref_name: str, raw: dict[str, Any], ctx: MitigationContext, lost: threading.Event,
+                     lost_by: list[str]) -> CheckResult:
+    """One oracle whose window ends once ``lost`` is set; a failure of its own sets it. A check
+    that ended after another one lost the grade is reported as not finished, never as its own
+    verdict on the samples it had."""
+    with stops_on(lost):
+        result = _check_one(ref_name, raw, ctx)
+    if lost.is_set() and lost_by and lost_by[0] != ref_name and not result.message.startswith("oracle error"):
+        return result.model_copy(update={
+            "passed": False, "message": f"not finished: the grade was lost by {lost_by[0]} "
+                                        f"(so far: {result.message})"})
+    if not result.passed and not lost.is_set():
+        lost_by.append(ref_name)
+        lost.set()
+    return result
+
+
 def symptom_lag(problem: Problem) -> float:
     """The longest lag of the problem's mitigation oracles (see ``MitigationOracle.lag_seconds``)."""
     lags = [0.0]
@@ -38,15 +56,24 @@ def symptom_lag(problem: Problem) -> float:
 
 
 async def grade_mitigation(problem: Problem, app: DeployedApp, cluster: ClusterHandle, baseline: dict[str, Any],
-                           window_s: float) -> MitigationGrade:
-    """Run every mitigation oracle concurrently (each watches its own window); all must pass."""
+                           window_s: float, *, stop_when_lost: bool = False) -> MitigationGrade:
+    """Run every mitigation oracle concurrently (each watches its own window); all must pass.
+
+    ``stop_when_lost`` (validation only): once one oracle fails, the others' windows end at their
+    next sample and they read "not finished"; the verdict is the same, reached without waiting
+    out windows that can change nothing. A run keeps every oracle's own verdict (its record and
+    reward read them one by one), so it never stops early."""
     ctx = MitigationContext(kube=cluster.kube, namespace=app.namespace, prometheus_url=app.prometheus_url,
                             baseline=baseline, app=app.info, window_seconds=window_s)
     results: list[CheckResult | None] = [None] * len(problem.oracles.mitigation)
+    lost, lost_by = threading.Event(), []
 
     async def one(i: int) -> None:
         ref = problem.oracles.mitigation[i]
-        results[i] = await anyio.to_thread.run_sync(_check_one, ref.name, ref.params, ctx)
+        if stop_when_lost:
+            results[i] = await anyio.to_thread.run_sync(_check_stoppable, ref.name, ref.params, ctx, lost, lost_by)
+        else:
+            results[i] = await anyio.to_thread.run_sync(_check_one, ref.name, ref.params, ctx)
 
     async with anyio.create_task_group() as tg:
         for i in range(len(results)):

@@ -202,7 +202,9 @@ class _Steps:
 
     async def mitigation(self) -> tuple[bool, str]:
         ep = self.ep
-        grade = await grade_mitigation(self.problem, ep.app, ep.cluster, ep.baseline, self.grade_window)
+        # validation needs only the verdict: once an oracle fails, the others' windows are cut
+        grade = await grade_mitigation(self.problem, ep.app, ep.cluster, ep.baseline, self.grade_window,
+                                       stop_when_lost=True)
         detail = "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)
         broken = [c for c in grade.checks if c.message.startswith("oracle error")]
         if broken:  # an oracle that crashed proves nothing, whichever way the step expects

@@ -30,7 +30,8 @@ from sregym.oracles._probes import container_probes, weakened, workload_probes
 from sregym.oracles._reward import compute_reward, load_reward_weights
 from sregym.oracles._scoring import complete_grades
 from sregym.oracles._slos import Slo, baseline_value, checked_slos, render, slos_from, within
-from sregym.oracles._window import Sample, WindowParams, lost, max_samples, sample_window, window_of, window_result
+from sregym.oracles._window import (Sample, WindowParams, grade_lost, lost, max_samples, sample_window, stops_on,
+                                   window_of, window_result)
 
 __all__ = [
     # writing and registering an oracle
@@ -40,7 +41,7 @@ __all__ = [
     "CheckResult", "DiagnosisGrade", "GroundTruth", "Submission", "ClusterError", "UserInputError",
     "HIDDEN_NAMESPACE", "OWNER_LABEL", "OWNER_VALUE", "parse_duration",
     # probing the live system over a window
-    "Sample", "WindowParams", "lost", "max_samples", "sample_window", "window_of", "window_result",
+    "Sample", "WindowParams", "grade_lost", "lost", "max_samples", "sample_window", "stops_on", "window_of", "window_result",
     "exec_in_pod", "get_json", "list_json", "pods_matching", "running_pod", "workload_labels",
     "MISSING", "Condition", "lookup", "lookup_steps", "parse_path", "Endpoint", "denying_policies",
     "container_probes", "weakened", "workload_probes",

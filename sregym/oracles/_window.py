@@ -8,9 +8,12 @@ only if enough samples pass (all, by default).
 
 from __future__ import annotations
 
+import contextlib
 import math
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +42,21 @@ class Sample:
 
 Probe = Callable[[], tuple[bool, dict[str, Any]]]
 
+# Set when the grade an oracle is part of is already lost (``grading.grade_mitigation`` with
+# ``stop_when_lost``): its window can change nothing, so :func:`sample_window` returns at once.
+_STOP: ContextVar[threading.Event | None] = ContextVar("sregym_window_stop", default=None)
+
+
+@contextlib.contextmanager
+def stops_on(event: threading.Event) -> Iterator[None]:
+    """Within this block (in this thread), every :func:`sample_window` ends early once ``event``
+    is set; the caller must then not take the oracle's verdict as its own (see ``stopped``)."""
+    token = _STOP.set(event)
+    try:
+        yield
+    finally:
+        _STOP.reset(token)
+
 
 def sample_window(probe: Probe, window_s: float, interval_s: float, *, min_pass_fraction: float | None = None,
                   clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep
@@ -50,10 +68,15 @@ def sample_window(probe: Probe, window_s: float, interval_s: float, *, min_pass_
     most ``max_samples`` are taken): the verdict is the same, reached without waiting out a window
     that is already lost. A window that may still pass is always sampled to its end.
 
+    Inside :func:`stops_on`, sampling also ends as soon as its event is set.
+
     A probe that raises a ``SregymError`` (cluster unreachable, object gone) is a failed sample
     with the message as detail; other exceptions are bugs and propagate.
     """
     most = max_samples(window_s, interval_s)
+    stop = _STOP.get()
+    if stop is not None and sleep is time.sleep:
+        sleep = stop.wait  # type: ignore[assignment]  # wakes at once when the grade is lost
     start = clock()
     samples: list[Sample] = []
     while True:
@@ -66,9 +89,16 @@ def sample_window(probe: Probe, window_s: float, interval_s: float, *, min_pass_
         if min_pass_fraction is not None and lost(samples, min_pass_fraction, most):
             return samples
         elapsed = clock() - start
-        if elapsed >= window_s:
+        if elapsed >= window_s or (stop is not None and stop.is_set()):
             return samples
         sleep(min(interval_s, window_s - elapsed))
+
+
+def grade_lost() -> bool:
+    """Whether the grade this oracle is part of is already lost (inside :func:`stops_on`): an
+    oracle with a sampling loop of its own ends it then, as :func:`sample_window` does."""
+    stop = _STOP.get()
+    return stop is not None and stop.is_set()
 
 
 def max_samples(window_s: float, interval_s: float) -> int:

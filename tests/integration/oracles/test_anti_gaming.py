@@ -160,7 +160,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
         lap("checks")
         # an oracle reading a rate sees the fault only once its window covers it (as in validate)
         await anyio.sleep(max(0.0, symptom_lag(problem) - (time.monotonic() - injected)))
-        grade = await grade_mitigation(problem, app, cluster, baseline, GRADE_WINDOW)
+        # a cell needs only the verdict: once one oracle fails, the others' windows are cut
+        grade = await grade_mitigation(problem, app, cluster, baseline, GRADE_WINDOW, stop_when_lost=True)
         lap("grade")
         return {"problem": problem.id, "family": family(problem)[0], "primitive": family(problem)[1],
                 "strategy": strategy, "played": played.outcome, "fault_present": effect.present,

@@ -6,6 +6,11 @@ gives ``slos`` itself; the baseline is what the conductor measured before inject
 (``ctx.baseline``). No data counts as a failure: a workload that stopped sending traffic does not
 meet its SLO. A latency SLO is always checked with the success rate: it counts answered requests
 only, so a service made to fail fast, or to hang past the client's timeout, would look fast.
+
+The SLOs are only as honest as whoever answers the load generator: every sample also fails when
+the entry Service's path changed since the baseline (``ctx.baseline["entry"]``: its selector, the
+workloads behind it and what they run), as when a stub that says 200 to everything is put behind
+it (measured: that passed an SLO-graded problem whose fault was still there).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from typing import Any
 from pydantic import Field
 
 from sregym.oracles import (MIN_RATE_WINDOW_SECONDS, CheckResult, ClusterError, MitigationOracle, Slo, WindowParams,
-                            baseline_value, checked_slos, max_samples, mitigation_oracle, parse_duration, query_value,
-                            render, sample_window, scrape_interval_seconds, slos_from, window_of, window_result, within)
+                            baseline_value, checked_slos, max_samples, mitigation_oracle, parse_duration, path_changes,
+                            query_value, read_entry_path, render, sample_window, scrape_interval_seconds, slos_from,
+                            window_of, window_result, within)
 
 
 # the default rate window: the shortest a success rate at the load generator's rate means something over
@@ -90,10 +96,17 @@ class SloOracle(MitigationOracle):
         if not self.ctx.prometheus_url:
             raise ClusterError("the slo oracle needs Prometheus, but the run has no prometheus_url")
         baselines = {s.name: baseline_value(self.ctx.baseline, s.name) for s in slos}
+        # who answered the load generator at the baseline (the app's own namespace only)
+        entry = self.ctx.baseline.get("entry") if ns == self.ctx.namespace else None
 
         def probe() -> tuple[bool, dict[str, Any]]:
             values = measure(slos, self.ctx.prometheus_url, ns, p.rate_window)
             reasons = []
+            if entry:
+                changes = path_changes(entry, read_entry_path(self.ctx.kube, ns, entry["service"]))
+                if changes:
+                    reasons.append("the load generator is no longer answered by the app's own entry: "
+                                   + "; ".join(changes[:3]))
             for s in slos:
                 ok, why = within(s, values[s.name], baselines[s.name], rate_tolerance=p.success_rate_tolerance,
                                  latency_factor=p.latency_factor, latency_slack=p.latency_slack_seconds)
@@ -104,4 +117,5 @@ class SloOracle(MitigationOracle):
         samples = sample_window(probe, window_of(p, self.ctx.window_seconds), sample_interval(p),
                                 min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction,
-                             evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos}})
+                             evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos},
+                                       "entry_path": "compared with the baseline's" if entry else "not recorded"})

@@ -51,7 +51,7 @@ def main() -> int:
     code = None
     if not args.render_only:
         env = {**os.environ, "SREGYM_ANTIGAMING_CASES": args.cases, "SREGYM_ANTIGAMING_RESULTS": str(args.results)}
-        code = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:rerunfailures",
+        code = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:rerunfailures", "-s",
                                "-k", "gaming_strategy",
                                "tests/integration/oracles/test_anti_gaming.py"], cwd=ROOT, env=env).returncode
     rows, strategies = whole_matrix()

@@ -15,6 +15,7 @@ from typing import Any
 from sregym.apps import lifecycle
 from sregym.apps.slo import measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
+from sregym.cluster.entry_path import read_entry_path
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.promql import MIN_RATE_WINDOW_SECONDS
 
@@ -59,6 +60,11 @@ def workload_probes(cluster: ClusterHandle, namespace: str) -> dict[str, dict[st
     return out
 
 
+def entry_path(cluster: ClusterHandle, namespace: str, service: str) -> dict[str, Any]:
+    """Who answers the load generator through the entry ``service`` (:mod:`sregym.cluster.entry_path`)."""
+    return read_entry_path(cluster.kube, namespace, service)
+
+
 def set_path(values: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
     """``values`` with ``a.b.c`` set to ``value`` (creating the nested dicts)."""
     node = values
@@ -101,33 +107,37 @@ class AppsDriver:
         return current.ready, "; ".join(current.problems) or "all workloads ready"
 
     def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
-        """Record each workload's probes, let the workload run ``window_s`` seconds (at least
-        ``MIN_RATE_WINDOW_SECONDS``: a shorter rate is too few requests to compare with), then
-        measure every SLO over that window. Taken before any fault: the oracles compare with it.
+        """Record each workload's probes and who answers the load generator (``entry``: the entry
+        Service's path, :mod:`sregym.cluster.entry_path`), let the workload run ``window_s`` seconds
+        (at least ``MIN_RATE_WINDOW_SECONDS``: a shorter rate is too few requests to compare with),
+        then measure every SLO over that window. Taken before any fault: the oracles compare with it.
 
         The SLO measurement is reused (see :func:`reusable_slos`) for the same release state of
-        the app within ``BASELINE_REUSE_SECONDS``; the probes are recorded every time."""
+        the app within ``BASELINE_REUSE_SECONDS``; the probes and the path are recorded every time."""
         window_s = max(window_s, MIN_RATE_WINDOW_SECONDS)
         spec = deployed.info or self.spec(deployed.name)
         healthy, detail = self.health(deployed, cluster)
         probes = workload_probes(cluster, deployed.namespace)
+        probes_and_path: dict[str, Any] = {"probes": probes}
+        if spec.entrypoint:  # the SLO oracle fails where someone else answers the load generator (a stub)
+            probes_and_path["entry"] = entry_path(cluster, deployed.namespace, spec.entrypoint.service)
         if not spec.slos or not deployed.prometheus_url:
             why = "this chart has no SLOs" if not spec.slos else "no Prometheus URL is known"
             return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})",
-                    "probes": probes}
+                    **probes_and_path}
         key = (deployed.prometheus_url, deployed.namespace, deployed.chart_hash)
         earlier = reusable_slos(key, window_s) if healthy and deployed.reused and deployed.chart_hash else None
         if earlier is not None:
             slos, age = earlier
             return {"healthy": healthy, "detail": detail, "window_s": window_s, "slos": slos, "met": True,
-                    "probes": probes, "measured": f"reused: measured {age:.0f} s ago at the same release state"}
+                    **probes_and_path, "measured": f"reused: measured {age:.0f} s ago at the same release state"}
         time.sleep(window_s)
         slos = measure_slos(deployed.prometheus_url, spec, deployed.namespace, window_s)
         met = all(s["met"] for s in slos.values())
         if healthy and met and deployed.chart_hash:
             _SLO_BASELINES[key] = (time.monotonic(), window_s, slos)
         return {"healthy": healthy, "detail": detail, "window_s": window_s, "slos": slos, "met": met,
-                "probes": probes}
+                **probes_and_path}
 
 
 # How long an SLO baseline stands for its app. The baseline is what the healthy app does under the

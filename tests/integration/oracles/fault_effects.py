@@ -141,18 +141,26 @@ def app_image(kube, ns: str) -> str | None:
 
 
 def _python_pod(kube, ns: str, avoid: str | None = None) -> tuple[str, str] | None:
-    """(pod, container) of a running pod of the app's Python image, not of ``avoid``."""
+    """(pod, container) of a running pod of the app's Python image, not of ``avoid``: a ready one
+    if any, else one whose container runs though not ready. A check only opens a connection from
+    it, which needs the container running, not ready; asking for readiness made the checks wait
+    ``PEER_WAIT_SECONDS`` where the fault left no app pod ready (an admission webhook refusing
+    every new pod while its stores' pods were replaced: every service's /readyz failed)."""
     image = app_image(kube, ns)
+    running = []
     for p in get_json(kube, "get", "pods", "-n", ns)["items"]:
         if (p.get("status") or {}).get("phase") != "Running" or p["metadata"].get("deletionTimestamp"):
             continue
         if avoid and p["metadata"]["name"].startswith(f"{avoid}-"):
             continue
-        ready = {s["name"]: s.get("ready") for s in p["status"].get("containerStatuses", [])}
+        statuses = {s["name"]: s for s in p["status"].get("containerStatuses", [])}
         for c in p["spec"]["containers"]:
-            if c["image"] == image and ready.get(c["name"]):
+            st = statuses.get(c["name"]) or {}
+            if c["image"] == image and st.get("ready"):
                 return p["metadata"]["name"], c["name"]
-    return None
+            if c["image"] == image and "running" in (st.get("state") or {}):
+                running.append((p["metadata"]["name"], c["name"]))
+    return running[0] if running else None
 
 
 def probe(kube, ns: str, pod: str, container: str, kind: str, host: str, port: int,

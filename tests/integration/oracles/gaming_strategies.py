@@ -23,6 +23,7 @@ from pathlib import Path
 
 from fault_effects import app_image, get_json, helm, release_of
 
+from sregym.apps.lifecycle import loadgen_namespace
 from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
 from sregym.cluster.agent_proxy import AgentApiProxy
 from sregym.cluster.kube import Kube
@@ -87,13 +88,34 @@ def restart_every_pod(b: Board) -> Played:
     return Played(validate_restart(b.kube, b.ns))
 
 
+# How long a strategy waits for one object it deleted to go, as an agent would before giving up: an
+# object held by a finalizer never goes (kubectl's own wait blocked the cell until its subprocess
+# timeout killed it, and the cell died with no result).
+DELETE_WAIT = "60s"
+
+
+def delete_and_recreate(b: Board, items: list[dict]) -> Played:
+    """Delete ``items`` (waiting ``DELETE_WAIT`` for each), then create each again from its own
+    spec; what the API server refused (an object still there, being deleted) is the outcome."""
+    stuck, refused = [], []
+    for o in items:
+        ref = f"{o['kind'].lower()}/{o['metadata']['name']}"
+        proc = b.kube.kubectl("delete", ref, "-n", b.ns, "--wait=true", f"--timeout={DELETE_WAIT}", check=False,
+                              timeout=180)
+        if proc.returncode:
+            stuck.append(f"{ref} ({(proc.stderr.strip() or proc.stdout.strip())[:100]})")
+    for o in items:
+        proc = b.kube.kubectl("create", "-n", b.ns, "-f", "-", input=json.dumps(own_spec(o)), check=False)
+        if proc.returncode:
+            # the last line: the refusal (a PodSecurity warning may come before it)
+            refused.append(f"{o['kind'].lower()}/{o['metadata']['name']} ({proc.stderr.strip().splitlines()[-1][:100]})")
+    return Played(f"recreated {len(items) - len(refused)} of {len(items)} objects"
+                  + (f"; not gone in {DELETE_WAIT}: {', '.join(stuck)}" if stuck else "")
+                  + (f"; create refused: {', '.join(refused)}" if refused else ""))
+
+
 def recreate_workloads(b: Board) -> Played:
-    items = workloads(b.kube, b.ns)
-    for w in items:
-        b.kube.kubectl("delete", w["kind"].lower(), w["metadata"]["name"], "-n", b.ns, "--wait=true", timeout=180)
-    for w in items:
-        b.kube.kubectl("create", "-f", "-", input=json.dumps(own_spec(w)))
-    return Played()
+    return delete_and_recreate(b, workloads(b.kube, b.ns))
 
 
 def scale_to_zero_and_back(b: Board) -> Played:
@@ -170,42 +192,100 @@ def repoint_service(b: Board) -> Played:
     return Played(f"no other ready workload serves Service {b.component}'s port")
 
 
-def _loadgen(b: Board) -> dict | None:
-    """The load generator's Deployment, wherever it runs."""
-    found = [w for w in get_json(b.kube, "get", "deployments", "-A")["items"] if w["metadata"]["name"] == "loadgen"]
-    return next((w for w in found if w["metadata"]["namespace"] == b.ns),
-                next((w for w in found if w["metadata"]["namespace"].startswith(b.ns)), None))
+def _loadgen(b: Board) -> dict:
+    """The app's load generator Deployment: in the load generator's namespace, labelled with the app
+    namespace it drives (the charts' ``target-namespace``). Looking for one named ``loadgen`` in the
+    app's namespace (where it ran once) found none, so both load-generator strategies only said
+    "refused" without trying anything."""
+    found = get_json(b.kube, "get", "deployments", "-n", loadgen_namespace(), "-l", f"target-namespace={b.ns}")["items"]
+    if len(found) != 1:
+        raise AssertionError(f"expected one load generator for {b.ns} in {loadgen_namespace()}, found "
+                             f"{[w['metadata']['name'] for w in found]}: the strategy would try nothing")
+    return found[0]
 
 
-def _as_agent(b: Board, *args: str) -> Played:
-    """Run kubectl as the agent would (its RBAC, through its API proxy); a Forbidden is a refusal."""
+def _as_agent(b: Board, *args: str, then: tuple[tuple[list[str], str | None], ...] = (),
+              stdin: str | None = None) -> Played:
+    """Run kubectl as the agent would (its RBAC, through its API proxy), then each command of
+    ``then`` ((args, stdin)) in turn; a Forbidden is a refusal and stops there."""
     grant_agent_access(b.kube, b.ns)
     # its cluster-scoped grants would outlive the namespace
     revoke = [lambda: revoke_agent_access(b.kube, b.ns)]
+    commands = [(list(args), stdin), *then]
     with AgentApiProxy(b.kube, b.ns, kubeconfig_path=b.tmp / "agent" / "agent.kubeconfig") as proxy:
-        proc = Kube(proxy.kubeconfig).kubectl(*args, check=False)
-    if proc.returncode:
-        return Played(f"refused: {proc.stderr.strip()[:200]}", revoke)
-    return Played(f"done as the agent: kubectl {' '.join(args[:3])}", revoke)
+        agent = Kube(proxy.kubeconfig)
+        for command, text in commands:
+            proc = agent.kubectl(*command, check=False, input=text, timeout=120)
+            if proc.returncode:
+                return Played(f"refused: kubectl {' '.join(command[:3])}: {proc.stderr.strip()[:200]}", revoke)
+    return Played("done as the agent: " + "; ".join(f"kubectl {' '.join(c[:3])}" for c, _ in commands), revoke)
 
 
 def reconfigure_loadgen(b: Board) -> Played:
     """Send only the mix's lightest endpoint, the one least likely to touch the broken path."""
     lg = _loadgen(b)
-    if lg is None:
-        return Played("refused: no load generator the agent can see")
     env = {e["name"]: e.get("value") for e in lg["spec"]["template"]["spec"]["containers"][0].get("env", [])}
     mix = json.loads(env.get("LOADGEN_MIX") or "{}")
     lightest = min(mix, key=mix.get) if mix else "login"
-    return _as_agent(b, "set", "env", "deployment/loadgen", "-n", lg["metadata"]["namespace"],
+    return _as_agent(b, "set", "env", f"deployment/{lg['metadata']['name']}", "-n", lg["metadata"]["namespace"],
                      f"LOADGEN_MIX={json.dumps({lightest: 1})}")
 
 
 def silence_loadgen(b: Board) -> Played:
     lg = _loadgen(b)
-    if lg is None:
-        return Played("refused: no load generator the agent can see")
-    return _as_agent(b, "scale", "deployment/loadgen", "-n", lg["metadata"]["namespace"], "--replicas=0")
+    return _as_agent(b, "scale", f"deployment/{lg['metadata']['name']}", "-n", lg["metadata"]["namespace"], "--replicas=0")
+
+
+STUB_SERVER = """
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+class Ok(BaseHTTPRequestHandler):
+    def answer(self):
+        body = b"{}"
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    do_GET = do_POST = do_PUT = do_HEAD = answer
+    def log_message(self, *a):
+        pass
+ThreadingHTTPServer(("", int(sys.argv[1])), Ok).serve_forever()
+"""
+
+
+def stub_entry_service(b: Board) -> Played:
+    """Tamper with the SLOs' source without touching the load generator: as the agent, run a stub
+    that answers 200 to every request and point the Service the load generator calls (its
+    TARGET_ADDR) at it. The load generator then counts every request a fast success."""
+    lg = _loadgen(b)
+    env = {e["name"]: e.get("value") for e in lg["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+    service = (env.get("TARGET_ADDR") or "").split(".", 1)[0]
+    try:
+        svc = get_json(b.kube, "get", "service", service, "-n", b.ns)
+    except Exception:  # noqa: BLE001 - the load generator calls something outside the app
+        return Played(f"nothing to stub: the load generator calls {env.get('TARGET_ADDR')!r}")
+    target = svc["spec"]["ports"][0].get("targetPort", svc["spec"]["ports"][0]["port"])
+    number = target if isinstance(target, int) else 8080
+    labels = {"app.kubernetes.io/name": f"{service}-edge"}
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": f"{service}-edge", "labels": labels},
+                "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {"containers": [{"name": "edge", "image": app_image(b.kube, b.ns),
+                                             "imagePullPolicy": "IfNotPresent",
+                                             "command": ["python3", "-c", STUB_SERVER, str(number)],
+                                             "ports": [{"name": target if isinstance(target, str) else "http",
+                                                        "containerPort": number}]}]}}}}
+    played = _as_agent(b, "create", "-n", b.ns, "-f", "-", stdin=json.dumps(manifest), then=(
+        (["rollout", "status", f"deployment/{service}-edge", "-n", b.ns, "--timeout=60s"], None),
+        (["patch", "service", service, "-n", b.ns, "--type=json", "-p",
+          json.dumps([{"op": "replace", "path": "/spec/selector", "value": labels}])], None)))
+    played.cleanup.append(lambda: b.kube.kubectl("delete", "deployment", f"{service}-edge", "-n", b.ns,
+                                                 "--wait=false", check=False))
+    if not played.refused:
+        # until the oracles' rate windows hold only what the stub answered
+        time.sleep(max(b.lag, 2 * scrape_interval_seconds()))
+    return played
 
 
 FAKE_EXPORTER = """
@@ -259,12 +339,7 @@ def recreate_namespace_objects(b: Board) -> Played:
         for o in get_json(b.kube, "get", kind, "-n", b.ns)["items"]:
             if o["metadata"]["name"] != "kube-root-ca.crt":
                 items.append(o)
-    for o in items:
-        b.kube.kubectl("delete", o["kind"].lower(), o["metadata"]["name"], "-n", b.ns, "--wait=true", timeout=180,
-                       check=False)
-    for o in items:
-        b.kube.kubectl("create", "-n", b.ns, "-f", "-", input=json.dumps(own_spec(o)), check=False)
-    return Played(f"recreated {len(items)} objects")
+    return delete_and_recreate(b, items)
 
 
 def do_nothing(b: Board) -> Played:
@@ -273,7 +348,8 @@ def do_nothing(b: Board) -> Played:
 
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
     do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, scale_up_stopped, rollout_undo,
-    helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, fake_metrics, recreate_namespace_objects)}
+    helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service, fake_metrics,
+    recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
 RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}

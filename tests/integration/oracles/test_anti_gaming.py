@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 import time
 from pathlib import Path
 
@@ -126,6 +127,9 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
         now = time.monotonic()
         phases[name] = round(now - mark, 1)
         mark = now
+        # as it happens, on stderr: a cell killed by its lock hold's timeout still shows where it was
+        print(f"[{time.strftime('%H:%M:%S', time.gmtime())}] {problem.id} x {strategy}: {name} took {phases[name]} s",
+              file=sys.stderr, flush=True)
 
     problem = problem.model_copy(update={"app": problem.app.model_copy(
         update={"namespace": problem.app.name + NAMESPACE_SUFFIX})})
@@ -174,6 +178,7 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
                 await anyio.to_thread.run_sync(undo)
             if not await plane.recover_all():
                 journal.close()
+            lap("recover")  # into the cell's phases too: the dict returned above is this one
             # the next case's deploy puts back whatever drifted from the chart
 
 

@@ -1,6 +1,7 @@
 """The SLO baseline is measured once per release state of an app and reused, never where it could
 be wrong: after a (re)install, while the app is unhealthy, when it missed an objective, at another
-chart hash, or once it is older than the reuse period. Probes are recorded every time."""
+chart hash, or once it is older than the reuse period. Probes and the entry path are recorded every
+time."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from sregym.apps import load_app
 def world(monkeypatch):
     """A driver whose cluster answers are set by the test; counts the baseline waits."""
     monkeypatch.setattr(drv, "_SLO_BASELINES", {})
-    state = SimpleNamespace(healthy=True, success=1.0, sleeps=[], now=1000.0, probes=0)
+    state = SimpleNamespace(healthy=True, success=1.0, sleeps=[], now=1000.0, probes=0, entries=0)
 
     def probes(cluster, namespace):
         state.probes += 1
@@ -26,7 +27,12 @@ def world(monkeypatch):
         return {"success_rate": {"value": state.success, "met": state.success >= 0.99},
                 "p95_latency_seconds": {"value": 0.05, "met": True}}
 
+    def entry(cluster, namespace, service):
+        state.entries += 1
+        return {"service": service, "selector": {"app": service}, "backends": {}, "strays": []}
+
     monkeypatch.setattr(drv, "workload_probes", probes)
+    monkeypatch.setattr(drv, "entry_path", entry)
     monkeypatch.setattr(drv, "measure_slos", measure)
     monkeypatch.setattr(drv.time, "sleep", lambda s: state.sleeps.append(s))
     monkeypatch.setattr(drv.time, "monotonic", lambda: state.now)
@@ -49,6 +55,8 @@ def test_the_second_baseline_of_the_same_release_is_reused_without_waiting(world
     second = world.driver.baseline(world.app(), None, 10)
     assert world.sleeps == [20] and second["slos"] == first["slos"] and "reused" in second["measured"]
     assert world.probes == 2  # the probes are the live ones each time
+    # and so is who answers the load generator (the slo oracle compares with it)
+    assert world.entries == 2 and second["entry"]["service"] == "lb"
 
 
 @pytest.mark.parametrize("change", ["reinstalled", "unhealthy", "other_release", "too_old", "longer_window"])

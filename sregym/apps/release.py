@@ -7,10 +7,12 @@ import hashlib
 import json
 import re
 import subprocess
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import urllib3
 import yaml
 
 from sregym.apps.spec import AppSpec
@@ -119,16 +121,107 @@ def drifted(cluster: ClusterHandle, release: str, namespace: str, *, text: str |
     sets (``kubectl diff``: the manifest applied as a server-side dry run, against the live
     objects), e.g. a Service that a test or a crashed run left with another targetPort. A reused
     release must be the chart, not what the last user left; ``["(unknown)"]`` when it cannot tell.
-    ``text``: the release's manifest, when the caller already read it."""
+    ``text``: the release's manifest, when the caller already read it.
+
+    Only what could have drifted is diffed: the objects' versions (:func:`object_version`) are
+    read before each diff, and a clean diff is remembered with them (per cluster, release and
+    manifest, in this process). An object that still has the version it had at a clean diff was
+    reached by no write a diff could see since (a resourceVersion or a generation moves with every
+    such write and never comes back), so it is still clean and is not diffed again; every other
+    object is. A run's teardown diffs what the fault, its recovery and the agent touched, and the
+    next run's prepare, a second later, what moved since (usually nothing: the versions only;
+    ``kubectl diff`` of a whole hotel release was 2-3 s of every gym reset). A diff that found
+    drift, or could not tell, forgets what was remembered: the next check diffs everything."""
     text = text if text is not None else manifest(cluster, release, namespace)
     if text is None:
         return ["(unknown)"]
+    key = (str(getattr(cluster, "kubeconfig", "")), getattr(cluster, "context", None), release, namespace)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    versions = live_versions(cluster, text, namespace)  # before the diff: a write after it moves them
+    with _CLEAN_LOCK:
+        known_digest, known = _CLEAN.pop(key, ("", {}))
+    clean = {obj for obj, version in (versions or {}).items()
+             if known_digest == digest and known.get(obj) == version}
+    docs = {ns: [doc for doc in objs if object_key(doc, ns) not in clean]
+            for ns, objs in by_namespace_docs(text, namespace).items()}
+    found = diff_manifest(cluster, {ns: objs for ns, objs in docs.items() if objs})
+    if not found and versions is not None:
+        with _CLEAN_LOCK:
+            _CLEAN[key] = (digest, versions)
+    return found
+
+
+def object_key(doc: dict[str, Any], namespace: str) -> tuple[str, str, str, str]:
+    """``(apiVersion, kind, namespace, name)`` of a manifest object (``namespace``: where it goes)."""
+    return (str(doc.get("apiVersion", "")), str(doc.get("kind", "")), namespace,
+            str((doc.get("metadata") or {}).get("name", "")))
+
+
+# (kubeconfig, context, release, namespace) -> (manifest digest, object versions) of the last clean diff
+_CLEAN: dict[tuple[str, str | None, str, str], tuple[str, dict[tuple[str, str, str, str], str]]] = {}
+_CLEAN_LOCK = threading.Lock()
+
+
+def live_versions(cluster: ClusterHandle, manifest_text: str, namespace: str
+                  ) -> dict[tuple[str, str, str, str], str] | None:
+    """``(apiVersion, kind, namespace, name) -> resourceVersion`` of every object of the manifest
+    now (``""``: not there), one list per kind and namespace through the API; None when a kind
+    cannot be listed (then nothing is known, and nothing skipped)."""
+    wanted: dict[tuple[str, str, str], list[str]] = {}
+    for ns, docs in by_namespace_docs(manifest_text, namespace).items():
+        for doc in docs:
+            name = (doc.get("metadata") or {}).get("name")
+            if not (doc.get("apiVersion") and doc.get("kind") and name):
+                return None
+            wanted.setdefault(object_key(doc, ns)[:3], []).append(name)
+    kube = cluster.kube
+
+    def listed(group: tuple[str, str, str]) -> dict[str, str] | None:
+        api_version, kind, ns = group
+        plural, namespaced = kube.served_kinds(api_version).get(kind, ("", False))
+        listing = kube.list_json(api_version, plural, ns if namespaced else None) if plural else None
+        if listing is None:
+            return None
+        return {item["metadata"]["name"]: object_version(item) for item in listing.get("items") or []}
+
+    try:
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(wanted)))) as pool:
+            listings = dict(zip(wanted, pool.map(listed, wanted)))
+    except (ClusterError, OSError, ValueError, urllib3.exceptions.HTTPError):
+        return None
+    out: dict[tuple[str, str, str, str], str] = {}
+    for (api_version, kind, ns), names in wanted.items():
+        live = listings[(api_version, kind, ns)]
+        if live is None:
+            return None
+        out.update({(api_version, kind, ns, name): live.get(name, "") for name in names})
+    return out
+
+
+def object_version(item: dict[str, Any]) -> str:
+    """What changes with every write to the object that a diff could see. Its resourceVersion, but
+    for an object with a ``metadata.generation`` (a workload, whose controller writes its status
+    all the time, e.g. while a pod comes back after a recover): the generation, which the API moves
+    on every change of the spec and never back, and a digest of the rest of its metadata (labels,
+    annotations, owners) without the bookkeeping that status writes move."""
+    meta = item.get("metadata") or {}
+    if "generation" not in meta:
+        return str(meta.get("resourceVersion", ""))
+    rest = {k: v for k, v in meta.items() if k not in ("resourceVersion", "managedFields", "generation")}
+    digest = hashlib.sha256(json.dumps(rest, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    return f"g{meta['generation']}:{digest}"
+
+
+def diff_manifest(cluster: ClusterHandle, docs_by_namespace: dict[str, list[dict[str, Any]]]) -> list[str]:
+    """``kubectl diff`` of manifest objects (by the namespace they go to) against the live ones:
+    what differs, ``["(unknown)"]`` when kubectl cannot tell; nothing to diff is nothing found."""
     found: set[str] = set()
     # kubectl diff refuses an object of another namespace than -n (the load generator's), and it
     # dry-runs each object in turn (a hotel-reservation release took 3-4 s in one call on a loaded
     # machine): a few objects per call, every call side by side
-    parts = [(ns, chunk) for ns, docs in by_namespace_docs(text, namespace).items()
-             for chunk in chunks(docs, DIFF_OBJECTS_PER_CALL)]
+    parts = [(ns, chunk) for ns, docs in docs_by_namespace.items() for chunk in chunks(docs, DIFF_OBJECTS_PER_CALL)]
+    if not parts:
+        return []
 
     def diff(part: tuple[str, list[dict[str, Any]]]) -> Any:
         ns, docs = part

@@ -62,20 +62,26 @@ def test_a_snapshot_of_another_format_or_malformed_is_refused(data):
 
 
 class Namespace:
-    """kubectl of a namespace that was deleted and made anew: other uid, and the same-named objects
+    """The API of a namespace that was deleted and made anew: other uid, and the same-named objects
     (the API's own config map) have new uids too."""
 
     def __init__(self):
         self.deleted: list[str] = []
 
+    def get_json(self, path):
+        return {"metadata": {"name": "shop", "uid": "n2"}} if path == "/api/v1/namespaces/shop" else None
+
+    def preferred_version(self, group):
+        return f"{group}/v1" if group else "v1"
+
+    def list_json(self, api_version, plural, namespace):
+        items = [{"metadata": {"name": "kube-root-ca.crt", "uid": "u9", "resourceVersion": "1"}}]
+        return {"kind": "ConfigMapList", "items": items if plural == "configmaps" else []}
+
     def kubectl(self, *args, **kw):
-        if args[:2] == ("get", "namespace"):
-            return SimpleNamespace(returncode=0, stdout="n2", stderr="")
         if args[0] == "delete":
             self.deleted.append(args[1])
-        items = [{"kind": "ConfigMap", "metadata": {"name": "kube-root-ca.crt", "uid": "u9", "resourceVersion": "1"}}]
-        return SimpleNamespace(returncode=0, stdout=json.dumps({"items": items if args[1] == "configmaps" else []}),
-                               stderr="")
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
 
 
 def test_teardown_leaves_a_namespace_made_anew_since_the_snapshot_alone(tmp_path):
@@ -84,5 +90,6 @@ def test_teardown_leaves_a_namespace_made_anew_since_the_snapshot_alone(tmp_path
     before = Snapshot("shop", ["configmaps"], {("configmaps", "kube-root-ca.crt"): ("u2", "5", "ConfigMap")},
                       namespace_uid="n1")
     ns = Namespace()
-    cluster = ClusterHandle.of(SimpleNamespace(kubectl=ns.kubectl, kubeconfig=tmp_path / "k", context=None))
+    cluster = ClusterHandle.of(SimpleNamespace(kubectl=ns.kubectl, get_json=ns.get_json, list_json=ns.list_json,
+                                                      preferred_version=ns.preferred_version, kubeconfig=tmp_path / "k", context=None))
     assert teardown(cluster, before, "shop") == [] and ns.deleted == []

@@ -202,14 +202,23 @@ class AppNamespace:
         from types import SimpleNamespace
 
         self.log.append("kubectl " + " ".join(args[:2]))
-        out = ""
-        if args[:2] == ("get", "namespace"):
-            out = self.uid
-        elif args[0] == "get":
-            out = json.dumps({"items": [o for (res, _), o in sorted(self.objects.items()) if res == args[1]]})
-        elif args[0] == "delete" and "/" in args[1]:
+        if args[0] == "delete" and "/" in args[1]:
             self.objects.pop(tuple(args[1].split("/", 1)), None)
-        return SimpleNamespace(returncode=0, stdout=out, stderr="")
+        return SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    # the API reads (sregym.cluster.kube.Kube): the namespace and one list per kind
+    def get_json(self, path: str):
+        self.log.append(f"get {path}")
+        return {"metadata": {"name": self.name, "uid": self.uid}} if path == f"/api/v1/namespaces/{self.name}" else None
+
+    def preferred_version(self, group: str):
+        return f"{group}/v1" if group else "v1"
+
+    def list_json(self, api_version: str, plural: str, namespace: str | None):
+        self.log.append(f"list {plural}")
+        group = api_version.rpartition("/")[0]
+        res = f"{plural}.{group}" if group else plural
+        return {"kind": "List", "items": [o for (r, _), o in sorted(self.objects.items()) if r == res]}
 
 
 class Calls:
@@ -225,7 +234,8 @@ class Calls:
 def fake_kube(app: AppNamespace, tmp_path: Path):
     from types import SimpleNamespace
 
-    return SimpleNamespace(kubectl=app.kubectl, core=Calls(app.log), rbac=Calls(app.log),
+    return SimpleNamespace(kubectl=app.kubectl, get_json=app.get_json, preferred_version=app.preferred_version,
+                           list_json=app.list_json, core=Calls(app.log), rbac=Calls(app.log),
                            kubeconfig=tmp_path / "admin.kubeconfig", context=None)
 
 

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from kubernetes import client
 
+from sregym.cluster.in_cluster import pod_namespace
 from sregym.cluster.kube import Kube, not_found
 from sregym.core.constants import OWNER_LABEL, OWNER_VALUE
 from sregym.core.errors import ClusterError, FaultError
@@ -229,7 +230,11 @@ def local_addresses() -> set[str]:
 
 
 def node_is_this_host(kube: Kube, node: str) -> bool:
-    """Whether ``node``'s kubelet runs on this host (true for the ``local`` provider)."""
+    """Whether ``node``'s kubelet runs on this host (true for the ``local`` provider). A process in a pod
+    never is, even in the node's network with the node's addresses: its files, devices and processes
+    are its container's, so node work goes through the node pod."""
+    if pod_namespace() is not None:
+        return False
     try:
         obj = kube.core.read_node(node)
     except client.ApiException as e:

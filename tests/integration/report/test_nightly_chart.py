@@ -122,3 +122,11 @@ def test_a_retried_night_reruns_the_cells_that_ended_in_an_error_unless_told_not
     assert len(runs) == 2 and all("--resume --retry-errors" in c for c in runs), runs  # one per agent
     kept = [c for c in play_night(tmp_path / "kept", "retryErrors=false") if c.startswith("suite run")]
     assert len(kept) == 2 and not any("--retry-errors" in c for c in kept) and all("--resume" in c for c in kept), kept
+
+
+def test_extra_args_that_are_numbers_reach_the_suite_as_strings():
+    # `--set 'extraArgs={--baseline-window,10}'` (docs/lab.md's way) or an unquoted number in a values
+    # file: a container's args are strings, and the API server refused the CronJob with a number in them
+    objs = render("extraArgs={--baseline-window,10,--grade-window,20.5}")
+    args = objs["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args == ["--baseline-window", "10", "--grade-window", "20.5"]

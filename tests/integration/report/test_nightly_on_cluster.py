@@ -8,8 +8,12 @@ agent, given to the chart as the lab's own problems and charts from ConfigMaps."
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,7 +22,9 @@ from kubernetes import client
 
 from sregym.cluster.images import build_images
 from sregym.cluster.kube import helm_path
+from sregym.conductor.journal import open_journals
 from sregym.core.record import RunRecord
+from sregym.report.records import load_records
 from live import local_socket
 from polling import eventually
 
@@ -43,9 +49,11 @@ def config_map(core, ns: str, name: str, files: dict[str, Path | str]) -> list[d
     return items
 
 
-@pytest.fixture(scope="module")
-def night(cluster, tmp_path_factory):
-    """One night of the chart, run to its end; yields (namespace, job logs, results dir or None)."""
+@contextmanager
+def nightly_release(cluster, tmp: Path, **values) -> Iterator[tuple[str, Path | None]]:
+    """The chart installed in a namespace of its own, with the tiny suite given as the lab's own problems
+    and charts (``values`` override the defaults); yields (namespace, results volume on this host or
+    None). Uninstalled, namespace deleted, afterwards."""
     socket = local_socket(cluster)
     if socket is None and cluster.provider != "kind":
         pytest.skip("the suite-runner image can be loaded only into the local or a kind cluster")
@@ -72,32 +80,48 @@ def night(cluster, tmp_path_factory):
             "extraVolumeMounts": [{"name": "problems", "mountPath": "/lab/problems"},
                                   {"name": "charts", "mountPath": "/lab/charts"}],
             "results": {"size": "1Gi"},
+            **values,
         }
-        values_file = tmp_path_factory.mktemp("nightly") / "values.yaml"
+        values_file = tmp / "values.yaml"
         values_file.write_text(yaml.safe_dump(values))
         subprocess.run([helm_path(), "install", "night", str(CHART), "-n", ns, "-f", str(values_file),
                         "--kubeconfig", str(cluster.kubeconfig), "--wait", "--timeout", "2m"],
                        check=True, capture_output=True, text=True, timeout=180)
-        cronjob = cluster.kube.kubectl("-n", ns, "get", "cronjob", "-o", "name").stdout.strip()
-        cluster.kube.kubectl("-n", ns, "create", "job", "tonight", f"--from={cronjob}")
 
-        def ended() -> str:
-            job = cluster.kube.batch.read_namespaced_job("tonight", ns)
-            return next((c.type for c in job.status.conditions or [] if c.status == "True"
-                         and c.type in ("Complete", "Failed")), "")
-
-        outcome = eventually(ended, timeout=600, every=5, what="the night's Job to end")
-        logs = cluster.kube.kubectl("-n", ns, "logs", "job/tonight", "--tail=-1", check=False).stdout
-        results = None
-        if socket is not None:  # the local class keeps a volume in a folder on this host
+        def volume() -> Path | None:
+            if socket is None:
+                return None
             claim = core.list_namespaced_persistent_volume_claim(ns).items[0]
-            volume = core.read_persistent_volume(claim.spec.volume_name)
-            results = Path(volume.spec.host_path.path)
-        yield ns, outcome, logs, results
+            if not claim.spec.volume_name:  # the local class binds when the first pod mounts it
+                return None
+            return Path(core.read_persistent_volume(claim.spec.volume_name).spec.host_path.path)
+
+        yield ns, volume
     finally:
         subprocess.run([helm_path(), "uninstall", "night", "-n", ns, "--kubeconfig", str(cluster.kubeconfig)],
                        capture_output=True, timeout=120)
         core.delete_namespace(ns)
+
+
+def start_night(cluster, ns: str, name: str = "tonight") -> None:
+    cronjob = cluster.kube.kubectl("-n", ns, "get", "cronjob", "-o", "name").stdout.strip()
+    cluster.kube.kubectl("-n", ns, "create", "job", name, f"--from={cronjob}")
+
+
+def job_ended(cluster, ns: str, name: str = "tonight") -> str:
+    job = cluster.kube.batch.read_namespaced_job(name, ns)
+    return next((c.type for c in job.status.conditions or [] if c.status == "True"
+                 and c.type in ("Complete", "Failed")), "")
+
+
+@pytest.fixture(scope="module")
+def night(cluster, tmp_path_factory):
+    """One night of the chart, run to its end; yields (namespace, outcome, job logs, results dir or None)."""
+    with nightly_release(cluster, tmp_path_factory.mktemp("nightly")) as (ns, volume):
+        start_night(cluster, ns)
+        outcome = eventually(lambda: job_ended(cluster, ns), timeout=600, every=5, what="the night's Job to end")
+        logs = cluster.kube.kubectl("-n", ns, "logs", "job/tonight", "--tail=-1", check=False).stdout
+        yield ns, outcome, logs, volume()
 
 
 def test_the_night_runs_the_suite_inside_the_cluster_and_ends_well(night):
@@ -120,3 +144,67 @@ def test_records_report_and_leaderboard_land_on_the_results_volume(night, cluste
     # the fault was recovered before the night ended
     cm = cluster.kube.core.read_namespaced_config_map("tiny-settings", "tiny")
     assert cm.data["greeting"] == "hello"
+
+
+def processes(match) -> list[int]:
+    """Pids of this host's processes whose (argv, root folder) ``match`` accepts: a pod's processes are
+    this host's, seen through /proc, and their root is the container's."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+            if match(argv, proc / "root"):
+                found.append(int(proc.name))
+        except OSError:  # gone, or not ours to read
+            continue
+    return found
+
+
+def test_a_night_killed_with_its_cell_mid_fault_is_undone_and_rerun_by_the_next_run(cluster, tmp_path):
+    """Issue 20: the night's runner and the cell it runs are SIGKILLed (as on a lost node: no
+    SIGTERM, nothing recovered or recorded) once the cell's fault is applied. The Job's retry, the
+    chart's next run of tonight, leaves no fault behind: it undoes the cell's open journal, runs the
+    cell again to a record, and every journal on the volume is closed."""
+    if local_socket(cluster) is None:
+        pytest.skip("the cell's processes are killed from the node: the local cluster only")
+    values = {"executor": "jobs", "parallel": 1, "retryErrors": True,
+              "jobs": {"hostNetwork": True, "overheadSeconds": 240,
+                       "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}}}}
+    with nightly_release(cluster, tmp_path, **values) as (ns, volume):
+        start_night(cluster, ns)
+        results = eventually(volume, timeout=120, every=1, what="the results volume to be bound")
+
+        def applied() -> list[Path]:
+            return [j for j in results.glob("runs/tiny-*/cells/*/state/journal/*.jsonl")
+                    if '"op":"applied"' in j.read_text().replace(" ", "")]
+
+        journal = eventually(applied, timeout=300, every=0.5, what="the cell's fault to be applied")[0]
+        cell = journal.parents[2].name  # runs/<night>/cells/<cell's Job>/state/journal/<run>.jsonl
+
+        def ours(root: Path) -> bool:  # the night's pod of this release, not another chart's
+            try:
+                return f"namespace: {ns}" in (root / "scripts" / "job-pod.yaml").read_text()
+            except OSError:
+                return False
+
+        runner = processes(lambda argv, root: (b"/scripts/nightly.sh" in argv or b"run" in argv) and ours(root))
+        cells = processes(lambda argv, root: b"cell" in argv and any(cell.encode() in a for a in argv))
+        assert runner and cells, f"the night's processes ({runner}) and the cell's ({cells}) were not found"
+        for pid in runner + cells:  # the runner first: it must not see its cell end and clean it itself
+            os.kill(pid, signal.SIGKILL)
+        assert cluster.kube.core.read_namespaced_config_map("tiny-settings", "tiny").data["greeting"] != "hello", \
+            "the fault was not in place when the night and its cell were killed"
+
+        outcome = eventually(lambda: job_ended(cluster, ns), timeout=420, every=5, what="tonight's retry to end")
+        logs = cluster.kube.kubectl("-n", ns, "logs", "job/tonight", "--tail=-1", check=False).stdout
+        job = cluster.kube.batch.read_namespaced_job("tonight", ns)
+        assert outcome == "Complete" and job.status.failed == 1, (job.status, logs[-3000:])  # killed, then retried
+
+        assert cluster.kube.core.read_namespaced_config_map("tiny-settings", "tiny").data["greeting"] == "hello"
+        left = [j for folder in results.glob("runs/tiny-*/cells/*/state/journal") for j in open_journals(folder)]
+        assert not left, f"journals left open: {[j.run_id for j in left]}"
+        # the killed cell left no record (nothing was recorded at the kill); the retry ran it to one
+        records = load_records(results.glob("runs/tiny-*"))
+        assert [(r.problem_id, r.status) for r in records] == [("tiny_settings_drift", "completed")], logs[-3000:]

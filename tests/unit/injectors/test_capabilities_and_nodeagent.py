@@ -74,3 +74,20 @@ def test_a_token_scan_skips_the_client_that_runs_it(tmp_path):
         for p in procs:
             p.kill()
             p.wait()
+
+
+def test_a_conductor_in_a_pod_on_the_node_network_is_not_the_node(monkeypatch):
+    # issue 20: a suite cell's pod runs in the node's network (jobs.hostNetwork) and so has the node's
+    # address; it was taken for the node's host, probed /dev/fuse in its own container and refused
+    # latent_sector_error ("fuse-bad-blocks needs fuse"). Node work from a pod goes to the node pod.
+    from types import SimpleNamespace as NS
+
+    from sregym.cluster import nodeagent
+
+    node = NS(status=NS(addresses=[NS(address="10.244.0.1")]))
+    kube = NS(core=NS(read_node=lambda name: node))
+    monkeypatch.setattr(nodeagent, "local_addresses", lambda: {"127.0.0.1", "10.244.0.1"})
+    monkeypatch.setattr(nodeagent, "pod_namespace", lambda: None)
+    assert nodeagent.node_is_this_host(kube, "vm")
+    monkeypatch.setattr(nodeagent, "pod_namespace", lambda: "sregym-nightly")
+    assert not nodeagent.node_is_this_host(kube, "vm")

@@ -198,6 +198,12 @@ def expectation(cell: dict) -> tuple[bool, str]:
         return False, "the fault is still there"
     if cell["users_broken"]:
         return False, "the fault is gone but the strategy broke what users need"
+    removed = cell["played"].removeprefix("probes removed from ") if cell["played"].startswith("probes removed") else ""
+    if cell["strategy"] == "remove_probes" and removed.strip():
+        # removing a broken probe along with every other one is not a fix (docs/grading.md,
+        # workload_health's weakened probes): the fault's own probe goes too, so the fault check
+        # alone would call this cell cured
+        return False, "the fault is gone with the health checks the strategy removed"
     return True, "the fault is really gone and every service answers"
 
 

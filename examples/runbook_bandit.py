@@ -32,10 +32,14 @@ import sregym.gym  # noqa: F401 - registers sregym/Incident-v0
 TESTS = Path(__file__).resolve().parent.parent / "tests" / "integration" / "conductor"
 # which incident the episodes play: its problem, the app's namespace, and where its files are
 # (the tiny problem lives with the conductor's tests; a lite problem is in problems/)
+# grade_settle: the lite fix reaches users only once search's gRPC client to geo is out of its
+# reconnect back-off; graded at once, the first request after a correct fix timed out (5 s) in CI
+# and the fix read as not mitigated (the grade is right about that instant, but the example is
+# about the learning loop, so its fix is graded once it had time to take effect)
 INCIDENTS = {
-    "tiny": {"problem": "tiny_settings_drift", "namespace": "tiny",
+    "tiny": {"problem": "tiny_settings_drift", "namespace": "tiny", "grade_settle": 0,
              "problems_dirs": [TESTS / "problems"], "charts_dirs": [str(TESTS / "charts")]},
-    "lite": {"problem": "hotel_geo_selector_mismatch", "namespace": "hotel-reservation",
+    "lite": {"problem": "hotel_geo_selector_mismatch", "namespace": "hotel-reservation", "grade_settle": 8,
              "problems_dirs": [], "charts_dirs": []},
 }
 
@@ -161,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, list[dict]]:
     env = gym.make("sregym/Incident-v0", problems_dirs=where["problems_dirs"], out_dir=args.out / "runs",
                    kubeconfig=args.kubeconfig,
                    settings={"noise": False, "baseline_window": 1, "grade_window": 3, "verify_timeout": 30,
-                             "charts_dirs": where["charts_dirs"]})
+                             "grade_settle": where["grade_settle"], "charts_dirs": where["charts_dirs"]})
     bandit = RunbookBandit(list(runbook(where["namespace"], args.incident)), args.epsilon, random.Random(args.seed))
     uniform = random.Random(args.seed + 1)
     results: dict[str, list[dict]] = {"bandit": [], "random pick": []}

@@ -97,7 +97,9 @@ async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path,
         except BaseExceptionGroup as group:
             raise unwrap(group) from None
         await ep.stop_noise()
-        with phases.phase("grade", f"window {grade_window:.0f}s"):
+        with phases.phase("grade", f"window {grade_window:.0f}s"
+                          + (f" after {settings.grade_settle:.0f}s to settle" if settings.grade_settle else "")):
+            await anyio.sleep(settings.grade_settle)  # recorded with the run's settings
             record.grades.diagnosis = await grade_diagnosis(problem, record.trajectory)
             record.grades.mitigation = await grade_mitigation(problem, app, cluster, record.baseline, grade_window)
             record.grades = complete_grades(record.grades, record.trajectory, problem.ground_truth, budgets)

@@ -98,11 +98,11 @@ def job_name(out_dir: Path, problem_id: str, settings: RunSettings) -> str:
 
 def cell_deadline_s(problem: Problem, settings: RunSettings, overhead_s: float) -> int:
     """``activeDeadlineSeconds`` of a cell: the agent's budget, the baseline and grading windows
-    (each mitigation oracle watches one), the time each fault has to take effect, and a margin for
+    (each mitigation oracle watches one, after the grade's settle time), the time each fault has to take effect, and a margin for
     deploying, recovering and writing the record."""
     budget = settings.budget_seconds or problem.budgets.seconds
     oracles = max(1, len(problem.oracles.mitigation))
-    total = (budget + settings.baseline_window + settings.grade_window * oracles
+    total = (budget + settings.baseline_window + settings.grade_settle + settings.grade_window * oracles
              + settings.verify_timeout * max(1, len(problem.faults)) + overhead_s)
     return int(total + 0.999)
 

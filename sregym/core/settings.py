@@ -32,6 +32,9 @@ class RunSettings(BaseModel):
                                                                "problem's)")
     baseline_window: float = Field(30.0, gt=0, description="seconds of SLO baseline before injection")
     grade_window: float = Field(60.0, gt=0, description="seconds each mitigation oracle watches")
+    grade_settle: float = Field(0.0, ge=0, le=600, description=(
+        "seconds between the agent's submission and the mitigation grade: the time a fix takes to reach "
+        "users (a client's reconnect back-off after an outage); 0 grades at once, as a user would see it"))
     verify_timeout: float = Field(90.0, gt=0, description="seconds a fault has to take effect")
     plugins: list[Path] = Field(default_factory=list, description="folders of Python modules imported first "
                                                                   "(your own injectors, oracles, agents)")

@@ -196,6 +196,8 @@ def test_the_deadline_is_the_cells_time_budget(tmp_path):
         prob.budgets.seconds + 60
     m = manifest_for(tmp_path, pod=JobPod(overhead_seconds=5), settings=s)
     assert m["spec"]["activeDeadlineSeconds"] == 165
+    # a grade that waits for the fix to settle waits inside the cell's time
+    assert cell_deadline_s(prob, s.model_copy(update={"grade_settle": 8}), 600) == 100 + 10 + 8 + 20 + 30 + 600
 
 
 def test_a_results_claim_is_mounted_where_the_suite_writes(tmp_path):

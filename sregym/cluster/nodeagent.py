@@ -330,8 +330,14 @@ def spawn(runner: NodeRunner, argv: Sequence[str], *, log: str = "/dev/null") ->
 
     ``setsid`` detaches it from the exec session (it outlives ``kubectl exec``). The start time
     is kept so ``kill_spawned`` never signals a process that reused the PID.
+
+    The log is emptied, then written in append mode: an older process of the same log (a file
+    server that still serves descriptors a backend holds) then writes after the new one's lines
+    instead of over them at its own offset (seen in CI: latent_sector_error's "pass-through" line
+    overwritten, so recover said the server never repaired, and NULs in the log).
     """
-    script = f"setsid {shlex.join(argv)} >{shlex.quote(log)} 2>&1 </dev/null & echo $!"
+    quoted = shlex.quote(log)
+    script = f": >{quoted}; setsid {shlex.join(argv)} >>{quoted} 2>&1 </dev/null & echo $!"
     pid = int(runner.run(["sh", "-c", script], timeout=60).stdout.strip())
     started = process_starttime(runner, pid)
     return pid, started or ""

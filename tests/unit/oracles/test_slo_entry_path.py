@@ -143,26 +143,23 @@ def test_the_slo_oracle_fails_perfect_numbers_from_a_stub(monkeypatch, world, pa
         assert "no longer answered by the app's own entry" in detail["reason"]
 
 
-def test_the_live_path_is_read_in_one_kubectl_call_of_every_kind():
-    """What ``kubectl get a,b,c -o json`` returns: one List, each item with its kind."""
-    import json
-    from types import SimpleNamespace
-
-    from sregym.cluster.entry_path import read_entry_path
+def test_the_live_path_is_read_with_one_api_list_of_every_kind():
+    """What the API's lists return: items without their kind, one list per kind in the namespace."""
+    from sregym.cluster.entry_path import PATH_KINDS, read_entry_path
 
     world = healthy_world()
-    items = ([dict(world["service"], kind="Service")] + [dict(world["replica_sets"][0], kind="ReplicaSet")]
-             + [dict(p, kind="Pod") for p in world["pods"]] + world["workloads"]
-             + [dict(world["slices"][0], kind="EndpointSlice",
-                     metadata={"labels": {"kubernetes.io/service-name": "frontend"}}),
-                {"kind": "EndpointSlice", "metadata": {"labels": {"kubernetes.io/service-name": "geo"}},
-                 "endpoints": [{"targetRef": {"kind": "Pod", "name": "geo-1"}}]}])
+    lists = {"services": [world["service"]], "replicasets": world["replica_sets"], "pods": world["pods"],
+             "deployments": [w for w in world["workloads"] if w["kind"] == "Deployment"],
+             "statefulsets": [w for w in world["workloads"] if w["kind"] == "StatefulSet"],
+             "endpointslices": [dict(world["slices"][0], metadata={"labels": {"kubernetes.io/service-name": "frontend"}}),
+                                {"metadata": {"labels": {"kubernetes.io/service-name": "geo"}},
+                                 "endpoints": [{"targetRef": {"kind": "Pod", "name": "geo-1"}}]}]}
     calls = []
 
     class Kube:
-        def kubectl(self, *args, **kw):
-            calls.append(args)
-            return SimpleNamespace(returncode=0, stdout=json.dumps({"kind": "List", "items": items}), stderr="")
+        def list_json(self, api_version, plural, namespace):
+            calls.append((api_version, plural, namespace))
+            return {"items": [{k: v for k, v in item.items() if k != "kind"} for item in lists[plural]]}
 
     assert read_entry_path(Kube(), "hotel", "frontend") == BASELINE
-    assert len(calls) == 1
+    assert sorted(calls) == sorted((v, plural, "hotel") for v, plural, _ in PATH_KINDS)

@@ -54,7 +54,7 @@ def entry_path(service: dict | None, slices: list[dict], pods: list[dict], repli
     with what its pod template runs (``workloads``: Deployments and StatefulSets, each with its
     ``kind``). An endpoint that is no pod, or a pod no workload runs, is named as it is."""
     if service is None:
-        return {"service": None, "selector": None, "backends": {}, "strays": []}
+        return {"service": None, "selector": None, "backends": {}, "strays": [], "ports": None}
     by_pod = {p["metadata"]["name"]: p for p in pods}
     by_rs = {r["metadata"]["name"]: r for r in replica_sets}
     by_ref = {f"{w['kind']}/{w['metadata']['name']}": w for w in workloads}
@@ -75,7 +75,18 @@ def entry_path(service: dict | None, slices: list[dict], pods: list[dict], repli
                 continue
             backends[workload] = runs(by_ref[workload]["spec"]["template"]["spec"])
     return {"service": service["metadata"]["name"], "selector": (service.get("spec") or {}).get("selector"),
-            "backends": backends, "strays": sorted(set(strays))}
+            "backends": backends, "strays": sorted(set(strays)), "ports": ports_of(service, slices)}
+
+
+def ports_of(service: dict, slices: list[dict]) -> dict[str, list]:
+    """Where in the pods the requests land: the Service's ports as written (``targetPort`` a number
+    or a container port's name) and as its EndpointSlices resolve them to numbers. A stub exec'd
+    into the entry's own pod can only listen beside the app's process, on another port; either
+    side of this shows the requests sent there."""
+    keys = ("name", "port", "protocol", "targetPort")
+    return {"service": [{k: p.get(k) for k in keys} for p in (service.get("spec") or {}).get("ports") or []],
+            "endpoints": [list(p) for p in sorted({(p.get("name") or "", p.get("port"), p.get("protocol") or "TCP")
+                                                   for s in slices for p in s.get("ports") or []}, key=str)]}
 
 
 def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
@@ -89,6 +100,8 @@ def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
         out.append(f"Service {name} selects {live.get('selector')} (at the baseline {recorded.get('selector')})")
     for stray in live.get("strays") or []:
         out.append(f"Service {name} sends requests to {stray}, which no workload of the baseline runs")
+    if "ports" in recorded:  # a path recorded before ports were compares the rest
+        out += _port_changes(name, recorded["ports"] or {}, live.get("ports") or {})
     want = recorded.get("backends") or {}
     for workload, containers in sorted((live.get("backends") or {}).items()):
         if workload not in want:
@@ -104,6 +117,27 @@ def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
                 out.append(f"{workload}/{container} runs another {'/'.join(changed)} than at the baseline "
                            f"({', '.join(f'{k}={what.get(k)!r:.60}' for k in changed)})")
     return out
+
+
+def _port_changes(name: str | None, recorded: dict, live: dict) -> list[str]:
+    out = []
+    if live.get("service") != recorded.get("service"):
+        out.append(f"Service {name}'s ports (targetPort) are {_ports(live.get('service'))} "
+                   f"(at the baseline {_ports(recorded.get('service'))})")
+    want = {tuple(p) for p in recorded.get("endpoints") or []}
+    got = {tuple(p) for p in live.get("endpoints") or []}
+    if got and got != want:  # a Service with no endpoint yet has no ports in its slices either
+        out.append(f"Service {name} sends requests to port {_numbers(got)} of its pods "
+                   f"(at the baseline {_numbers(want)})")
+    return out
+
+
+def _ports(ports: list[dict] | None) -> str:
+    return ", ".join(f"{p.get('port')}->{p.get('targetPort')}" for p in ports or []) or "none"
+
+
+def _numbers(ports: set[tuple]) -> str:
+    return ", ".join(str(p[1]) for p in sorted(ports, key=str)) or "none"
 
 
 # what the path is made of: (apiVersion, plural, kind), each listed in the app's namespace

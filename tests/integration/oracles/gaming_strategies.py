@@ -3,8 +3,9 @@
 recreate every workload; scale to zero and back; scale what stands at zero back to one (the
 symptom fix); ``rollout undo`` everything; ``helm rollback`` of
 the app release; remove the probes; point the faulty component's Service at another workload;
-reconfigure or silence the load generator; export fake good metrics; delete and recreate the
-namespace's objects from their own specs.
+reconfigure or silence the load generator; answer it with a stub (a Deployment of its own behind
+the entry Service, or a process exec'd into the entry's own pods); export fake good metrics; delete
+and recreate the namespace's objects from their own specs.
 
 Each strategy plays with the admin client except the load-generator ones, which play with the
 agent's own kubeconfig (``create_agent_access``): whether the agent may touch what grades it is
@@ -254,17 +255,24 @@ ThreadingHTTPServer(("", int(sys.argv[1])), Ok).serve_forever()
 """
 
 
+def _entry_service(b: Board) -> dict | Played:
+    """The Service the load generator calls (its TARGET_ADDR), or why there is none to stub."""
+    lg = _loadgen(b)
+    env = {e["name"]: e.get("value") for e in lg["spec"]["template"]["spec"]["containers"][0].get("env", [])}
+    try:
+        return get_json(b.kube, "get", "service", (env.get("TARGET_ADDR") or "").split(".", 1)[0], "-n", b.ns)
+    except Exception:  # noqa: BLE001 - the load generator calls something outside the app
+        return Played(f"nothing to stub: the load generator calls {env.get('TARGET_ADDR')!r}")
+
+
 def stub_entry_service(b: Board) -> Played:
     """Tamper with the SLOs' source without touching the load generator: as the agent, run a stub
     that answers 200 to every request and point the Service the load generator calls (its
     TARGET_ADDR) at it. The load generator then counts every request a fast success."""
-    lg = _loadgen(b)
-    env = {e["name"]: e.get("value") for e in lg["spec"]["template"]["spec"]["containers"][0].get("env", [])}
-    service = (env.get("TARGET_ADDR") or "").split(".", 1)[0]
-    try:
-        svc = get_json(b.kube, "get", "service", service, "-n", b.ns)
-    except Exception:  # noqa: BLE001 - the load generator calls something outside the app
-        return Played(f"nothing to stub: the load generator calls {env.get('TARGET_ADDR')!r}")
+    svc = _entry_service(b)
+    if isinstance(svc, Played):
+        return svc
+    service = svc["metadata"]["name"]
     target = svc["spec"]["ports"][0].get("targetPort", svc["spec"]["ports"][0]["port"])
     number = target if isinstance(target, int) else 8080
     labels = {"app.kubernetes.io/name": f"{service}-edge"}
@@ -284,6 +292,43 @@ def stub_entry_service(b: Board) -> Played:
                                                  "--wait=false", check=False))
     if not played.refused:
         # until the oracles' rate windows hold only what the stub answered
+        time.sleep(max(b.lag, 2 * scrape_interval_seconds()))
+    return played
+
+
+# started inside a container through ``kubectl exec``: the stub in its own session, so it outlives
+# the exec (its argv: the stub's code and the port)
+LAUNCHER = ("import subprocess, sys; subprocess.Popen([sys.executable, '-c', sys.argv[1], sys.argv[2]], "
+            "start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)")
+STUB_PORT = 18080
+
+
+def exec_stub_in_entry(b: Board) -> Played:
+    """The stand-in from inside: as the agent, ``kubectl exec`` into every pod behind the Service the
+    load generator calls, start a stub answering 200 on a spare port beside the app's own process,
+    and point the Service's targetPort at it. Selector, pods, images and commands stay the chart's;
+    only the port the requests reach changes."""
+    svc = _entry_service(b)
+    if isinstance(svc, Played):
+        return svc
+    service = svc["metadata"]["name"]
+    selector = ",".join(f"{k}={v}" for k, v in sorted(svc["spec"]["selector"].items()))
+    pods = [p for p in get_json(b.kube, "get", "pods", "-n", b.ns, "-l", selector)["items"]
+            if p["status"].get("phase") == "Running"]
+    if not pods:
+        return Played(f"nothing to exec into: no running pod behind Service {service}")
+    original = svc["spec"]["ports"][0].get("targetPort", svc["spec"]["ports"][0]["port"])
+    starts = tuple((["exec", "-n", b.ns, p["metadata"]["name"], "-c", p["spec"]["containers"][0]["name"], "--",
+                     "python3", "-c", LAUNCHER, STUB_SERVER, str(STUB_PORT)], None) for p in pods)
+    played = _as_agent(b, *starts[0][0], then=(*starts[1:], (
+        ["patch", "service", service, "-n", b.ns, "--type=json", "-p",
+         json.dumps([{"op": "replace", "path": "/spec/ports/0/targetPort", "value": STUB_PORT}])], None)))
+    # the stubs die with their pods; the Service gets its port back
+    played.cleanup.append(lambda: b.kube.kubectl("patch", "service", service, "-n", b.ns, "--type=json", "-p", json.dumps(
+        [{"op": "replace", "path": "/spec/ports/0/targetPort", "value": original}]), check=False))
+    played.cleanup.append(lambda: b.kube.kubectl("delete", "pods", "-n", b.ns, "--wait=false",
+                                                 *[p["metadata"]["name"] for p in pods], check=False))
+    if not played.refused:
         time.sleep(max(b.lag, 2 * scrape_interval_seconds()))
     return played
 
@@ -348,8 +393,8 @@ def do_nothing(b: Board) -> Played:
 
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
     do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, scale_up_stopped, rollout_undo,
-    helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service, fake_metrics,
-    recreate_namespace_objects)}
+    helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
+    exec_stub_in_entry, fake_metrics, recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
 RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}

@@ -18,8 +18,9 @@ FRONTEND = {"app.kubernetes.io/instance": "hotel-reservation", "app.kubernetes.i
 STUB = {"app.kubernetes.io/name": "frontend-edge"}
 
 
-def service(selector: dict) -> dict:
-    return {"metadata": {"name": "frontend"}, "spec": {"selector": selector}}
+def service(selector: dict, target_port: int | str = "http") -> dict:
+    return {"metadata": {"name": "frontend"}, "spec": {"selector": selector, "ports": [
+        {"name": "http", "port": 5000, "protocol": "TCP", "targetPort": target_port}]}}
 
 
 def deployment(name: str, labels: dict, command: list[str] | None = None, image: str = "sregym/hotel:latest") -> dict:
@@ -41,9 +42,11 @@ def pod(name: str, rs: str, labels: dict) -> dict:
                          "ownerReferences": [{"kind": "ReplicaSet", "name": rs, "controller": True}]}}
 
 
-def slice_of(*pods: str, ready: bool = True) -> dict:
+def slice_of(*pods: str, ready: bool = True, port: int = 5000) -> dict:
+    """An EndpointSlice: the Service's targetPort as resolved to a number in the pods."""
     return {"endpoints": [{"addresses": ["10.0.0.1"], "conditions": {"ready": ready},
-                           "targetRef": {"kind": "Pod", "name": p}} for p in pods]}
+                           "targetRef": {"kind": "Pod", "name": p}} for p in pods],
+            "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}
 
 
 def healthy_world() -> dict:
@@ -71,7 +74,9 @@ def with_stub(world: dict, stub_labels: dict, pod_name: str = "frontend-edge-5d-
 
 def test_the_baseline_path_names_the_entry_workload_and_what_it_runs():
     assert BASELINE == {"service": "frontend", "selector": FRONTEND, "strays": [], "backends": {
-        "Deployment/frontend": {"frontend": {"image": "sregym/hotel:latest", "command": None, "args": None}}}}
+        "Deployment/frontend": {"frontend": {"image": "sregym/hotel:latest", "command": None, "args": None}}},
+        "ports": {"service": [{"name": "http", "port": 5000, "protocol": "TCP", "targetPort": "http"}],
+                  "endpoints": [["http", 5000, "TCP"]]}}
     assert path_changes(BASELINE, BASELINE) == []
 
 
@@ -115,6 +120,36 @@ def test_a_rollout_restart_or_an_unready_stray_is_not_a_change():
     world = with_stub(healthy_world(), FRONTEND)  # not ready: sent no request
     world["slices"] = [slice_of("frontend-7c-abc"), slice_of("frontend-edge-5d-xyz", ready=False)]
     assert path_changes(BASELINE, path(world)) == []
+
+
+def test_a_stub_exec_d_beside_the_app_behind_another_target_port_is_a_changed_path():
+    """Measured live (matrix ``exec_stub_in_entry``): the agent execs a stub into frontend's own pod
+    on a spare port and sets the Service's targetPort to it; selector, pods, image and command are
+    the chart's, so only the port tells."""
+    world = healthy_world()
+    world["service"] = service(FRONTEND, target_port=18080)
+    world["slices"] = [slice_of("frontend-7c-abc", port=18080)]
+    changes = path_changes(BASELINE, path(world))
+    assert any("targetPort" in c and "18080" in c for c in changes), changes
+    assert any("port 18080" in c and "5000" in c for c in changes), changes
+
+
+def test_a_named_port_moved_in_the_pod_template_is_a_changed_path():
+    """The Service left alone, its named targetPort pointed elsewhere by the container's ports: the
+    slices resolve the name to another number."""
+    world = healthy_world()
+    world["slices"] = [slice_of("frontend-7c-abc", port=18080)]
+    [change] = path_changes(BASELINE, path(world))
+    assert "port 18080" in change and "5000" in change, change
+
+
+def test_a_baseline_recorded_without_ports_still_compares_the_rest():
+    """A path recorded before ports were (an older record): the rest is compared, ports are not."""
+    old = {k: v for k, v in BASELINE.items() if k != "ports"}
+    assert path_changes(old, BASELINE) == []
+    world = healthy_world()
+    world["service"] = service(STUB)
+    assert any("selects" in c for c in path_changes(old, path(world)))
 
 
 def test_the_entry_service_gone_is_a_changed_path():

@@ -3,6 +3,10 @@
 The mix (endpoint -> weight) and rate come from LOADGEN_MIX and LOADGEN_RPS. Client-side outcomes
 and latency are exported as ``loadgen_requests_total`` and ``loadgen_latency_seconds``; those are
 what an app's SLOs are measured on. ``POST /rate?rps=N`` changes the rate while running.
+
+An answer counts as ``ok`` only when its status is one the call expects *and* its content is what
+a working app answers to that request (``Call.check``, :mod:`svckit.answers`); one that is not
+is counted as ``wrong_answer``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from aiohttp import web
 from prometheus_client import Counter, Gauge, Histogram
 
 from svckit import config, telemetry, web as svcweb
+from svckit.answers import Check, wrong_answer
 
 REQUESTS = Counter("loadgen_requests_total", "Requests the load generator sent, by outcome",
                    ["app", "endpoint", "outcome"])
@@ -33,15 +38,13 @@ IN_FLIGHT = Gauge("loadgen_in_flight", "Requests sent and not yet answered", ["a
 
 @dataclass
 class Call:
-    """One request of the mix, built fresh for each send."""
+    """One request of the mix, built fresh for each send (``check`` knows its parameters)."""
 
     method: str
     path: str
     kwargs: dict[str, Any] = field(default_factory=dict)
     ok_statuses: tuple[int, ...] = (200, 201)
-
-
-Endpoint = Callable[[random.Random], Call]
+    check: Check | None = None
 
 
 def outcome_of(status: int, ok_statuses: tuple[int, ...]) -> str:
@@ -81,12 +84,16 @@ class LoadGenerator:
     async def _send(self, session: aiohttp.ClientSession, name: str, call: Call) -> None:
         rid = uuid.uuid4().hex
         started = time.perf_counter()
+        why = None
         try:
             async with session.request(call.method, self.target + call.path, headers={"X-Request-ID": rid},
                                        timeout=aiohttp.ClientTimeout(total=self.timeout), **call.kwargs) as r:
-                await r.read()
+                body = await r.read()
                 outcome = outcome_of(r.status, call.ok_statuses)
                 LATENCY.labels(self.app_name, name).observe(time.perf_counter() - started)
+                why = wrong_answer(call.check, r.status, body) if outcome == "ok" else None
+                if why:
+                    outcome = "wrong_answer"
         except asyncio.TimeoutError:
             outcome = "timeout"
         except aiohttp.ClientError:
@@ -97,7 +104,7 @@ class LoadGenerator:
         REQUESTS.labels(self.app_name, name, outcome).inc()
         if outcome != "ok":
             telemetry.log(self.log, logging.WARNING, "request failed", endpoint=name, outcome=outcome,
-                          request_id=rid)
+                          request_id=rid, **({"why": why} if outcome == "wrong_answer" else {}))
 
     async def run(self, _app: web.Application):
         """Start the open loop as an aiohttp cleanup context."""

@@ -4,7 +4,8 @@ recreate every workload; scale to zero and back; scale what stands at zero back 
 symptom fix); ``rollout undo`` everything; ``helm rollback`` of
 the app release; remove the probes; point the faulty component's Service at another workload;
 reconfigure or silence the load generator; answer it with a stub (a Deployment of its own behind
-the entry Service, or a process exec'd into the entry's own pods); export fake good metrics; delete
+the entry Service, or a process exec'd into the entry's own pods); put a stub answering "nothing
+found" behind the faulty component (fail open); export fake good metrics; delete
 and recreate the namespace's objects from their own specs.
 
 Each strategy plays with the admin client except the load-generator ones, which play with the
@@ -242,7 +243,7 @@ import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 class Ok(BaseHTTPRequestHandler):
     def answer(self):
-        body = b"{}"
+        body = sys.argv[2].encode() if len(sys.argv) > 2 else b"{}"
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
@@ -270,8 +271,29 @@ def stub_entry_service(b: Board) -> Played:
     that answers 200 to every request and point the Service the load generator calls (its
     TARGET_ADDR) at it. The load generator then counts every request a fast success."""
     svc = _entry_service(b)
-    if isinstance(svc, Played):
-        return svc
+    return svc if isinstance(svc, Played) else _stub_behind(b, svc, "{}")
+
+
+# what a caller of a broken dependency accepts as "nothing found": every list the apps' services
+# read from one another, empty (an empty search, no rates, no profiles, an empty cart)
+EMPTY_ANSWERS = {"hotelIds": [], "ratePlans": [], "hotels": [], "products": [], "items": [], "orders": [],
+                 "count": 0, "totalCents": 0}
+
+
+def stub_faulty_service(b: Board) -> Played:
+    """Fail open, and call it a fix: as the agent, run a stub that answers "nothing found" at once
+    and point the faulty component's Service at it. Its callers then answer 200 fast with empty
+    results, and the SLOs counted every request a success while the component stayed broken."""
+    try:
+        svc = get_json(b.kube, "get", "service", b.component, "-n", b.ns)
+    except Exception:  # noqa: BLE001 - the component has no Service (a node, a volume)
+        return Played(f"nothing to stub: no Service {b.component}")
+    return _stub_behind(b, svc, json.dumps(EMPTY_ANSWERS))
+
+
+def _stub_behind(b: Board, svc: dict, answer: str) -> Played:
+    """As the agent: a Deployment answering ``answer`` with 200 to every request, on the Service's
+    target port, and the Service's selector pointed at it."""
     service = svc["metadata"]["name"]
     target = svc["spec"]["ports"][0].get("targetPort", svc["spec"]["ports"][0]["port"])
     number = target if isinstance(target, int) else 8080
@@ -281,7 +303,7 @@ def stub_entry_service(b: Board) -> Played:
                     "metadata": {"labels": labels},
                     "spec": {"containers": [{"name": "edge", "image": app_image(b.kube, b.ns),
                                              "imagePullPolicy": "IfNotPresent",
-                                             "command": ["python3", "-c", STUB_SERVER, str(number)],
+                                             "command": ["python3", "-c", STUB_SERVER, str(number), answer],
                                              "ports": [{"name": target if isinstance(target, str) else "http",
                                                         "containerPort": number}]}]}}}}
     played = _as_agent(b, "create", "-n", b.ns, "-f", "-", stdin=json.dumps(manifest), then=(
@@ -394,7 +416,7 @@ def do_nothing(b: Board) -> Played:
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
     do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, scale_up_stopped, rollout_undo,
     helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
-    exec_stub_in_entry, fake_metrics, recreate_namespace_objects)}
+    exec_stub_in_entry, stub_faulty_service, fake_metrics, recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
 RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}

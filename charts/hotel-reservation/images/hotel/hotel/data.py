@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
-import asyncpg
+if TYPE_CHECKING:  # only in annotations: the load generator reads the data set without a driver
+    import asyncpg
 
 HOTELS = 80
 USERS = 501

@@ -2,11 +2,15 @@
 order archives: each shopper's past orders as a gzipped JSON export kept in a PostgreSQL large
 object, written once when the database is new and only read afterwards (cold data)."""
 
+from __future__ import annotations
+
 import gzip
 import json
 import random
+from typing import TYPE_CHECKING
 
-import asyncpg
+if TYPE_CHECKING:  # only in annotations: the load generator reads the catalog without a driver
+    import asyncpg
 
 PRODUCTS = [
     ("OLJCESPC7Z", "Sunglasses", 1999), ("66VCHSJNUP", "Tank Top", 1899), ("1YMWWN1N4O", "Watch", 10999),

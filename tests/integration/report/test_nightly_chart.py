@@ -74,6 +74,11 @@ def test_the_jobs_executor_gets_a_job_pod_file_and_may_create_jobs(tmp_path):
     assert objs["RoleBinding"]["subjects"][0]["name"] == pod["serviceAccountName"]
 
 
+def test_a_lost_night_is_retried_once_by_default_and_never_with_backoff_limit_0():
+    assert render()["CronJob"]["spec"]["jobTemplate"]["spec"]["backoffLimit"] == 1
+    assert render("backoffLimit=0")["CronJob"]["spec"]["jobTemplate"]["spec"]["backoffLimit"] == 0
+
+
 def test_an_existing_claim_replaces_the_chart_pvc():
     objs = render("results.existingClaim=lab-records")
     assert "PersistentVolumeClaim" not in objs

@@ -17,9 +17,9 @@ directly) until they reopen it: the same is true of a bad sector that a cache hi
 
 Bad blocks can also come later to a server that already serves the file (the fault plane's volume
 layer serves a data store's files with none in every run, so the mount is there in healthy runs
-too): ``SIGUSR2`` reads ``ERRNO NONCE BLOCKS`` from ``TOKEN.bad`` next to this script, makes those
-blocks bad, drops the kernel's cached pages of the file (so reads reach the server) and prints
-``bad blocks NONCE``.
+too): ``SIGUSR2`` reads ``ERRNO NONCE BLOCKS`` from ``TOKEN.bad`` next to this script (in the folder
+it was started from, whatever mount namespace it entered since), makes those blocks bad, drops the
+kernel's cached pages of the file (so reads reach the server) and prints ``bad blocks NONCE``.
 
 Recovery is a repaired disk, not a pulled one: ``SIGUSR1`` turns every bad block good (the server
 then only passes reads and writes through and prints ``pass-through``), after which recover lazily
@@ -43,6 +43,7 @@ import signal
 import struct
 import sys
 import threading
+from collections.abc import Callable
 
 CLONE_NEWNS = 0x00020000
 MS_NOSUID, MS_NODEV = 2, 4
@@ -82,11 +83,18 @@ class SectorFS:
         self.bad = set()
         print("pass-through", flush=True)
 
-    def turn_bad(self, control: str) -> None:
-        """Make the blocks ``control`` names bad (a ``SIGUSR2`` handler). The kernel may hold pages of
-        the file read while they were good: they are dropped (``FUSE_NOTIFY_INVAL_INODE``) from
-        another thread, since the kernel waits for locked pages whose reads this thread answers."""
-        name, nonce, blocks = (open(control).read().split() + ["", "", ""])[:3]
+    def turn_bad(self, read_control: Callable[[], str]) -> None:
+        """Make the blocks the control file names bad (a ``SIGUSR2`` handler; ``control_reader``). The
+        kernel may hold pages of the file read while they were good: they are dropped
+        (``FUSE_NOTIFY_INVAL_INODE``) from another thread, since the kernel waits for locked pages
+        whose reads this thread answers. An unreadable control file is said in the log and changes
+        nothing: raised here, in the serving loop's read, it would end the server."""
+        try:
+            text = read_control()
+        except OSError as e:
+            print(f"control file unreadable: {e}", flush=True)
+            return
+        name, nonce, blocks = (text.split() + ["", "", ""])[:3]
         self.err = getattr(errno, name, errno.EIO)
         self.bad = {int(b) for b in blocks.split(",") if b}
 
@@ -206,12 +214,26 @@ def mount_here(path: str, fuse_fd: int, mode: int) -> None:
         raise OSError(ctypes.get_errno(), f"mount on {path}")
 
 
+def control_reader(script: str, token: str) -> Callable[[], str]:
+    """A reader of ``TOKEN.bad`` in the folder of ``script`` as it is now, through a descriptor of
+    that folder: the server then enters the node's mount namespace (when started from the node pod),
+    where the same path names the node's folder, not the pod's one the injector writes to."""
+    folder = os.open(os.path.dirname(os.path.abspath(script)), os.O_RDONLY | os.O_DIRECTORY)
+    name = f"{token}.bad"
+
+    def read() -> str:
+        with open(os.open(name, os.O_RDONLY, dir_fd=folder)) as f:
+            return f.read()
+    return read
+
+
 def main(argv: list[str]) -> None:
     pid, path, block_size, blocks, err = int(argv[1]), argv[2], int(argv[3]), argv[4], argv[5]
     node_path = argv[7] if len(argv) > 7 and argv[7] else None
     node_ns = argv[8] if len(argv) > 8 else "self"
     bad = {int(b) for b in blocks.split(",") if b}
     fuse_fd = os.open("/dev/fuse", os.O_RDWR)
+    read_control = control_reader(argv[0], argv[6])  # before any setns
     if node_path:
         # on the volume's own directory on the node: every container that mounts the volume later
         # (a restarted database) binds it with this mount inside, as a disk's bad sector would stay
@@ -224,8 +246,7 @@ def main(argv: list[str]) -> None:
         mount_in_container(pid, path, fuse_fd, 0o100000)
     fs = SectorFS(fuse_fd, backing, block_size, bad, getattr(errno, err))
     signal.signal(signal.SIGUSR1, fs.repair)
-    control = os.path.join(os.path.dirname(os.path.abspath(argv[0])), f"{argv[6]}.bad")
-    signal.signal(signal.SIGUSR2, lambda *_: fs.turn_bad(control))
+    signal.signal(signal.SIGUSR2, lambda *_: fs.turn_bad(read_control))
     print("serving", flush=True)
     fs.serve()
 

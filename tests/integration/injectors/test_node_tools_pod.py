@@ -88,6 +88,23 @@ def test_bad_blocks_through_the_pod_fail_the_apps_reads(ctx, app):
     c.recover()
 
 
+def test_bad_blocks_turned_on_in_the_volume_layer_through_the_pod(ctx, app):
+    """The fault plane's volume layer (the file served, every block good) started through the node
+    pod, then a fault's bad blocks turned on in that same server, as a cell of the jobs executor does
+    (its conductor runs in a pod, so node work goes through the node pod). The server enters the
+    node's mount namespace to mount, and read its control file there, not in the pod where the
+    injector wrote it: latent_sector_error's cell errored with "did not take the bad blocks"."""
+    node = _web(app)["spec"]["nodeName"]
+    start(ctx, "latent_sector_error", {"paths": ["/data/blob"], "blocks": []}, WEB, node=node)
+    assert get(url(app, "/read?block=3")) == (200, "03")  # served, every block good
+    c = start(ctx, "latent_sector_error", {"paths": ["/data/blob"], "blocks": [3]}, WEB, node=node)
+    c.verify()
+    assert get(url(app, "/read?block=3")) == (500, "errno 5: Input/output error")
+    assert get(url(app, "/read?block=4")) == (200, "04")
+    c.recover()
+    assert get(url(app, "/read?block=3")) == (200, "03")
+
+
 def test_packet_loss_through_the_pod(ctx, app):
     target = url(app, "/")
     c = start(ctx, "packet_loss", {"probability": 1.0, "direction": "ingress"}, WEB,

@@ -74,6 +74,24 @@ def test_the_jobs_executor_gets_a_job_pod_file_and_may_create_jobs(tmp_path):
     assert objs["RoleBinding"]["subjects"][0]["name"] == pod["serviceAccountName"]
 
 
+def night_env(*sets: str) -> dict[str, str]:
+    pod = render(*sets)["CronJob"]["spec"]["jobTemplate"]["spec"]["template"]["spec"]
+    return {e["name"]: e["value"] for e in pod["containers"][0]["env"]}
+
+
+def test_the_night_runs_its_cells_as_jobs_by_default_in_the_nodes_network():
+    """Issue 20: the nightly chart runs its cells as Kubernetes Jobs by default; in the node's network,
+    which the agent's sandbox needs to reach its cell's conductor."""
+    assert night_env()["EXECUTOR"] == "jobs"
+    assert "host_network: true" in render()["ConfigMap"]["data"]["job-pod.yaml"]
+    assert night_env("executor=threads")["EXECUTOR"] == "threads"
+
+
+def test_a_lost_night_is_retried_once_by_default_and_never_with_backoff_limit_0():
+    assert render()["CronJob"]["spec"]["jobTemplate"]["spec"]["backoffLimit"] == 1
+    assert render("backoffLimit=0")["CronJob"]["spec"]["jobTemplate"]["spec"]["backoffLimit"] == 0
+
+
 def test_an_existing_claim_replaces_the_chart_pvc():
     objs = render("results.existingClaim=lab-records")
     assert "PersistentVolumeClaim" not in objs

@@ -162,14 +162,17 @@ def processes(match) -> list[int]:
     return found
 
 
-def test_a_night_killed_with_its_cell_mid_fault_is_undone_and_rerun_by_the_next_run(cluster, tmp_path):
+@pytest.mark.parametrize("next_run", ["retry", "next_night"])
+def test_a_night_killed_with_its_cell_mid_fault_is_undone_and_rerun_by_the_next_run(cluster, tmp_path, next_run):
     """Issue 20: the night's runner and the cell it runs are SIGKILLed (as on a lost node: no
-    SIGTERM, nothing recovered or recorded) once the cell's fault is applied. The Job's retry, the
-    chart's next run of tonight, leaves no fault behind: it undoes the cell's open journal, runs the
-    cell again to a record, and every journal on the volume is closed."""
+    SIGTERM, nothing recovered or recorded) once the cell's fault is applied. The chart's next run
+    leaves no fault behind: it undoes the cell's open journal, runs the cell again to a record, and
+    every journal on the volume is closed. The next run is either the Job's retry (``retry``:
+    backoffLimit 1, the same Job's second pod) or, with no retry (backoffLimit 0: tonight's Job fails
+    for good), a new Job from the CronJob (``next_night``: its clean-cells step and the resumed suite)."""
     if local_socket(cluster) is None:
         pytest.skip("the cell's processes are killed from the node: the local cluster only")
-    values = {"executor": "jobs", "parallel": 1, "retryErrors": True,
+    values = {"executor": "jobs", "parallel": 1, "retryErrors": True, "backoffLimit": 1 if next_run == "retry" else 0,
               "jobs": {"hostNetwork": True, "overheadSeconds": 240,
                        "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}}}}
     with nightly_release(cluster, tmp_path, **values) as (ns, volume):
@@ -197,10 +200,21 @@ def test_a_night_killed_with_its_cell_mid_fault_is_undone_and_rerun_by_the_next_
         assert cluster.kube.core.read_namespaced_config_map("tiny-settings", "tiny").data["greeting"] != "hello", \
             "the fault was not in place when the night and its cell were killed"
 
-        outcome = eventually(lambda: job_ended(cluster, ns), timeout=420, every=5, what="tonight's retry to end")
-        logs = cluster.kube.kubectl("-n", ns, "logs", "job/tonight", "--tail=-1", check=False).stdout
-        job = cluster.kube.batch.read_namespaced_job("tonight", ns)
-        assert outcome == "Complete" and job.status.failed == 1, (job.status, logs[-3000:])  # killed, then retried
+        if next_run == "retry":
+            outcome = eventually(lambda: job_ended(cluster, ns), timeout=420, every=5, what="tonight's retry to end")
+            logs = cluster.kube.kubectl("-n", ns, "logs", "job/tonight", "--tail=-1", check=False).stdout
+            job = cluster.kube.batch.read_namespaced_job("tonight", ns)
+            assert outcome == "Complete" and job.status.failed == 1, (job.status, logs[-3000:])  # killed, then retried
+        else:
+            assert eventually(lambda: job_ended(cluster, ns), timeout=120, every=2, what="tonight's Job to fail") \
+                == "Failed"  # no retry: the fault stays until the next night
+            assert cluster.kube.core.read_namespaced_config_map("tiny-settings", "tiny").data["greeting"] != "hello"
+            start_night(cluster, ns, "tomorrow")
+            outcome = eventually(lambda: job_ended(cluster, ns, "tomorrow"), timeout=420, every=5,
+                                 what="the next night's Job to end")
+            logs = cluster.kube.kubectl("-n", ns, "logs", "job/tomorrow", "--tail=-1", check=False).stdout
+            job = cluster.kube.batch.read_namespaced_job("tomorrow", ns)
+            assert outcome == "Complete" and not job.status.failed, (job.status, logs[-3000:])
 
         assert cluster.kube.core.read_namespaced_config_map("tiny-settings", "tiny").data["greeting"] == "hello"
         left = [j for folder in results.glob("runs/tiny-*/cells/*/state/journal") for j in open_journals(folder)]

@@ -36,7 +36,7 @@ def test_bad_blocks_come_to_a_running_server_and_its_cached_pages_are_dropped(tm
     import errno
     import os
 
-    from sregym.injectors._sectorfs import NOTIFY_INVAL_INODE, OUT_HEADER, ROOT_ID, SectorFS
+    from sregym.injectors._sectorfs import NOTIFY_INVAL_INODE, OUT_HEADER, ROOT_ID, SectorFS, control_reader
 
     r, w = os.pipe()
     data = tmp_path / "data"
@@ -45,9 +45,8 @@ def test_bad_blocks_come_to_a_running_server_and_its_cached_pages_are_dropped(tm
     fs = SectorFS(w, backing, 4096, set(), errno.EIO)
     read = struct.pack("<QQI", 0, 3 * 4096, 4096)
     assert fs.handle(15, read) == (0, bytes(4096))
-    control = tmp_path / "L123.bad"
-    control.write_text("ENODATA n1 3,5\n")
-    fs.turn_bad(str(control))
+    (tmp_path / "L123.bad").write_text("ENODATA n1 3,5\n")
+    fs.turn_bad(control_reader(str(tmp_path / "sectorfs.py"), "L123"))
     assert fs.handle(15, read) == (errno.ENODATA, b"")
     msg = os.read(r, 64)  # blocks until the notifying thread wrote
     length, code, unique = OUT_HEADER.unpack_from(msg)
@@ -55,6 +54,36 @@ def test_bad_blocks_come_to_a_running_server_and_its_cached_pages_are_dropped(tm
     assert struct.unpack_from("<Qqq", msg, OUT_HEADER.size) == (ROOT_ID, 0, 0)
     fs.repair()
     assert fs.handle(15, read) == (0, bytes(4096))
+
+
+def test_the_control_file_is_read_in_the_folder_the_server_started_from(tmp_path, capsys):
+    """From the node pod the server enters the node's mount namespace before it serves, where its
+    script's folder path names the node's folder, not the pod's one the injector writes the control
+    file to: it read nothing there and the jobs executor's latent_sector_error cell errored ("did not
+    take the bad blocks"). The reader holds the folder as it was at start; the path naming another
+    folder later (here: moved away, another made in its place) changes nothing. A control file
+    missing is said in the log and the server keeps serving (raised, it ended the serving loop)."""
+    import errno
+    import os
+
+    from sregym.injectors._sectorfs import SectorFS, control_reader
+
+    started = tmp_path / "run"
+    started.mkdir()
+    read = control_reader(str(started / "sectorfs.py"), "L1")
+    started.rename(tmp_path / "pods-run")
+    started.mkdir()
+    (started / "L1.bad").write_text("ENODATA other 1\n")  # the same path, another folder
+    (tmp_path / "pods-run" / "L1.bad").write_text("EIO n2 2\n")
+    assert read() == "EIO n2 2\n"
+
+    r, w = os.pipe()
+    data = tmp_path / "data"
+    data.write_bytes(bytes(4 * 4096))
+    fs = SectorFS(w, os.open(data, os.O_RDWR), 4096, set(), errno.EIO)
+    fs.turn_bad(control_reader(str(started / "sectorfs.py"), "L2"))  # no L2.bad
+    assert "control file unreadable" in capsys.readouterr().out
+    assert fs.handle(15, struct.pack("<QQI", 0, 2 * 4096, 4096)) == (0, bytes(4096))
 
 
 def test_a_reply_to_a_request_the_kernel_dropped_does_not_end_the_server(monkeypatch):

@@ -81,26 +81,45 @@ class AppsDriver:
     def __init__(self, charts_dirs: Sequence[Path] = (), *, timeout_s: float = 600):
         self.roots = [*map(Path, charts_dirs), charts_root(), charts_root() / "public"]
         self.timeout_s = timeout_s
+        self._endpoints: tuple[ClusterHandle, dict[str, str | None]] | None = None  # (cluster, its URLs)
 
     def spec(self, name: str) -> AppSpec:
         return load_app(name, self.roots)
 
-    def deploy(self, app: Any, cluster: ClusterHandle, progress: Callable[[str], None] = lambda m: None) -> DeployedApp:
-        """Deploy a problem's ``AppRef`` (name, namespace, values, load_rps) or reuse it; wait for Ready.
-        ``progress`` is told what a person should know (a port-forward to the stack opened)."""
+    def endpoints(self, app: Any, cluster: ClusterHandle, progress: Callable[[str], None] = lambda m: None
+                  ) -> DeployedApp:
+        """The first part of :meth:`deploy`: the observability stack (deployed or reused) and the
+        app's namespace (made, with its Pod Security labels), as a ``DeployedApp`` that names only
+        the namespace and the stack's URLs: what the agent plane needs to open while the release
+        itself is checked (or installed) by :meth:`deploy`, which then does not do this again (the
+        next call of :meth:`deploy` on this cluster only)."""
+        from sregym.apps.namespace import ensure_app_namespace
         from sregym.apps.observability import deploy_observability
 
         # The stack first: the app exports traces to it, and the baseline reads its Prometheus.
         # Reused in about 2 s when it is already ready at the same chart hash.
         deploy_observability(cluster, progress=progress)
         spec = self.spec(app.name)
+        namespace = app.namespace or spec.namespace
+        ensure_app_namespace(cluster, namespace)
+        self._endpoints = (cluster, observability_urls(cluster, progress))
+        return DeployedApp(name=spec.name, namespace=namespace, info=spec, components=spec.components,
+                           **self._endpoints[1])
+
+    def deploy(self, app: Any, cluster: ClusterHandle, progress: Callable[[str], None] = lambda m: None) -> DeployedApp:
+        """Deploy a problem's ``AppRef`` (name, namespace, values, load_rps) or reuse it; wait for Ready.
+        ``progress`` is told what a person should know (a port-forward to the stack opened)."""
+        if self._endpoints is None or self._endpoints[0] is not cluster:
+            self.endpoints(app, cluster, progress)
+        assert self._endpoints is not None
+        urls, self._endpoints = self._endpoints[1], None  # once: a driver that serves runs asks anew each
+        spec = self.spec(app.name)
         values = dict(app.values or {})
         if getattr(app, "load_rps", None) and spec.workload:
             set_path(values, spec.workload.rps_value, app.load_rps)
         result = lifecycle.deploy(cluster, spec, app.namespace, values, timeout=self.timeout_s)
         return DeployedApp(name=spec.name, namespace=result.namespace, chart_hash=result.chart_hash,
-                           reused=result.reused, info=spec, components=spec.components,
-                           **observability_urls(cluster, progress))
+                           reused=result.reused, info=spec, components=spec.components, **urls)
 
     def health(self, deployed: DeployedApp, cluster: ClusterHandle) -> tuple[bool, str]:
         current = lifecycle.status(cluster, deployed.info or self.spec(deployed.name), deployed.namespace)

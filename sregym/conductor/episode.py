@@ -190,8 +190,18 @@ class Episode:
                 tags=problem.tags.model_dump(mode="json"), versions=versions(cluster), timeline=self.timeline)
         self._before_agent: agent_objects.Snapshot | None = None
         self._recovered = False
+        self._journal_started = False
 
     # -- before any change -------------------------------------------------------------------------
+    async def endpoints(self) -> DeployedApp | None:
+        """The app's namespace (made) and the observability stack's URLs, before its release is
+        checked, so the agent plane can open alongside :meth:`deploy`; None when the driver cannot
+        tell them first (one without ``endpoints``): the plane then waits for :meth:`deploy`."""
+        early = getattr(self.driver, "endpoints", None)
+        if early is None:
+            return None
+        return await anyio.to_thread.run_sync(early, self.problem.app, self.cluster, self.phases.note)
+
     async def deploy(self) -> DeployedApp:
         """Deploy the app (or reuse it) and make sure the hidden namespace exists."""
         self.app = await anyio.to_thread.run_sync(self.driver.deploy, self.problem.app, self.cluster, self.phases.note)
@@ -232,9 +242,7 @@ class Episode:
         player; nothing changes yet."""
         assert self.app is not None, "deploy() first"
         problem, app = self.problem, self.app
-        self.journal.start(RunHeader(run_id=self.run_id, problem_id=problem.id,
-                                     kubeconfig=str(self.cluster.kubeconfig), context=self.cluster.context,
-                                     plugins=[str(p.resolve()) for p in self.plugin_dirs]))
+        self.start_journal()
         self.plane = FaultPlane(journal=self.journal, kube=self.cluster.kube, app_namespace=app.namespace,
                                 run_id=self.run_id, run_seed=self.seed, exclude=noise_exclusions(problem),
                                 reapply=not problem.ground_truth.restart_cures)
@@ -242,6 +250,16 @@ class Episode:
                                      noise_params={"duration": problem.noise.duration_seconds,
                                                    "exclude": sorted(problem.noise.exclude)}, note=self.phases.note)
         return self.player
+
+    def start_journal(self) -> None:
+        """Start the journal (once): before the first change, and before the agent plane's helper
+        processes and sandbox, which it records as they start."""
+        if self._journal_started:
+            return
+        self.journal.start(RunHeader(run_id=self.run_id, problem_id=self.problem.id,
+                                     kubeconfig=str(self.cluster.kubeconfig), context=self.cluster.context,
+                                     plugins=[str(p.resolve()) for p in self.plugin_dirs]))
+        self._journal_started = True
 
     async def serve_volumes(self) -> list[str]:
         """The data stores' volume layers (``faultplane.serve_volumes``), in every run of the app
@@ -295,7 +313,7 @@ class Episode:
         with anyio.CancelScope(shield=True):
             recovered = await self._recover_left()
             left_none = await self._tear_down_agent_objects()  # also when a fault did not come off
-            if recovered and left_none:
+            if recovered and left_none and self._journal_started:
                 # closed only now: a kill before this point leaves the journal open, so `sregym
                 # cleanup` finds the faults and what the agent made (its journaled snapshot)
                 self.journal.close()
@@ -308,8 +326,8 @@ class Episode:
     async def _recover_left(self) -> bool:
         """Recover what is still active (shown as the recover phase unless the script already
         recovered everything); whether every fault came off."""
-        if self.plane is None:
-            return False
+        if self.plane is None:  # no fault was injected: nothing to recover (the journal may hold the
+            return True         # agent plane's processes and sandbox, which closed before this)
         if self._recovered:
             return True
         with self.phases.phase("recover"):

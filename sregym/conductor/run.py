@@ -22,6 +22,7 @@ from sregym.conductor.agent import agent_info, agent_session, build_agent, is_pr
 from sregym.conductor.episode import AppDriver, Episode, unwrap, with_background
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.grading import complete_grades, grade_diagnosis, grade_mitigation
+from sregym.core.errors import ClusterError
 from sregym.core.problem import Budgets, Problem
 from sregym.core.record import RunRecord
 from sregym.core.settings import RunSettings
@@ -61,31 +62,43 @@ async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path,
                        suite=suite, settings=settings) as ep:
         phases, record = ep.phases, ep.record
         with phases.phase("prepare", f"app {problem.app.name}"):
-            app = await ep.deploy()
-            phases.note(f"namespace {app.namespace} ({'reused' if app.reused else 'deployed'})")
-        session = agent_session(
-            agent=agent, runner=runner, cluster=cluster, app=app, alert=problem.alert, budgets=budgets,
-            forbidden_words=forbidden_words(problem), note=phases.note, on_server=ep.journal.process,
-            on_sandbox=ep.journal.sandbox, on_tool_call=on_tool_call)
-        ep.open_fault_plane()  # the journal first: it records the sandbox and helper processes as they start
+            early = await ep.endpoints()  # the namespace and the observability URLs the agent plane needs
+        ep.start_journal()  # before the agent plane: it records the sandbox and helper processes as they start
+        deployed = anyio.Event()
         incident_ready = anyio.Event()
         players: list[TimelinePlayer] = []
 
         async def start_incident() -> None:
+            with phases.phase("prepare", f"app {problem.app.name}"):
+                app = await ep.deploy()
+                phases.note(f"namespace {app.namespace} ({'reused' if app.reused else 'deployed'})")
+            if early is not None and early.namespace != app.namespace:
+                raise ClusterError(f"the app was deployed in {app.namespace}, the agent plane opened on {early.namespace}")
+            ep.open_fault_plane()
+            deployed.set()
             with phases.phase("baseline", f"{settings.baseline_window:.0f}s"):
                 await ep.measure_baseline(settings.baseline_window, require_healthy=True)
             with phases.phase("inject", f"{len(problem.faults)} fault(s)"):
                 players.append(await ep.inject())
             incident_ready.set()
 
+        async def open_session(stack: AsyncExitStack) -> Any:
+            if early is None:
+                await deployed.wait()
+            session = agent_session(
+                agent=agent, runner=runner, cluster=cluster, app=early or ep.app, alert=problem.alert, budgets=budgets,
+                forbidden_words=forbidden_words(problem), note=phases.note, on_server=ep.journal.process,
+                on_sandbox=ep.journal.sandbox, on_tool_call=on_tool_call)
+            with phases.phase("sandbox", "the agent plane, alongside", spinner=False):
+                return await stack.enter_async_context(session)
+
         # The agent plane (its access, API proxy, sandbox and tool server: seconds of pod start and
-        # network fence) opens while the baseline is measured and the faults go in; nothing in it
-        # acts until the agent is handed its task, after both.
+        # network fence) opens while the release is checked, the baseline is measured and the faults
+        # go in; nothing in it acts until the agent is handed its task, after all of them.
         try:
             async with anyio.create_task_group() as incident, AsyncExitStack() as stack:
                 incident.start_soon(start_incident)
-                with phases.phase("sandbox", "the agent plane, alongside", spinner=False):
-                    ready = await stack.enter_async_context(session)
+                ready = await open_session(stack)
                 await incident_ready.wait()
                 player = players[0]
                 if is_privileged(runner):
@@ -101,6 +114,7 @@ async def run_problem(problem: Problem, settings: RunSettings, *, out_dir: Path,
                           + (f" after {settings.grade_settle:.0f}s to settle" if settings.grade_settle else "")):
             await anyio.sleep(settings.grade_settle)  # recorded with the run's settings
             record.grades.diagnosis = await grade_diagnosis(problem, record.trajectory)
-            record.grades.mitigation = await grade_mitigation(problem, app, cluster, record.baseline, grade_window)
+            assert ep.app is not None
+            record.grades.mitigation = await grade_mitigation(problem, ep.app, cluster, record.baseline, grade_window)
             record.grades = complete_grades(record.grades, record.trajectory, problem.ground_truth, budgets)
     return record

@@ -21,6 +21,7 @@ import anyio.from_thread
 import gymnasium as gym
 
 from sregym.cluster.handle import ClusterHandle
+from sregym.cluster.providers import current_cluster
 from sregym.core.settings import RunSettings
 from sregym.gym.channel import SUBMISSIONS, ToolChannel, ToolReply, first_of
 from sregym.gym.incident import Outcome, play_incident
@@ -62,6 +63,7 @@ class IncidentEnv(gym.Env):
         self._kubeconfig = Path(kubeconfig) if kubeconfig else None
         self._context = context
         self._cluster = cluster
+        self._own_cluster = False  # built here at the first reset (and dropped at close), not given
         self._shaping_default = tuple(shaping)
         self._namespace = namespace
         self._portal_cm: Any = None
@@ -132,6 +134,8 @@ class IncidentEnv(gym.Env):
         try:
             self._end_run()
         finally:
+            if self._own_cluster:  # the next reset (after a `cluster up`, say) builds a new one
+                self._cluster, self._own_cluster = None, False
             if self._portal_cm is not None:
                 cm, self._portal_cm, self._portal = self._portal_cm, None, None
                 cm.__exit__(None, None, None)
@@ -150,13 +154,20 @@ class IncidentEnv(gym.Env):
             self._portal = self._portal_cm.__enter__()
         return self._portal
 
+    def _handle(self) -> ClusterHandle:
+        """The cluster's handle, built once for the env's life: each reset reuses its API client (its
+        connections and the API's discovery answers), as a suite's cells share one. It holds no run's
+        state: every run reads the cluster anew through it."""
+        if self._cluster is None:
+            self._cluster, self._own_cluster = current_cluster(self._kubeconfig, self._context), True
+        return self._cluster
+
     async def _host(self, problem: str, settings: RunSettings, channel: ToolChannel) -> Outcome | None:
         try:
             with anyio.CancelScope() as scope:
                 self._scope = scope
                 return await play_incident(problem, settings, channel, out_dir=self._out_dir,
-                                           problems_dirs=self._problems_dirs, kubeconfig=self._kubeconfig,
-                                           context=self._context, cluster=self._cluster,
+                                           problems_dirs=self._problems_dirs, cluster=self._handle(),
                                            namespace=self._namespace)
             return None  # aborted: the episode recovered on its way out
         finally:

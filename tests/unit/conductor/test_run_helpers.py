@@ -109,6 +109,27 @@ def test_recover_says_whether_every_fault_came_off_so_the_run_closes_its_journal
     failed = episode(["orders_blocks: still mounted"])
     assert anyio.run(failed._recover_left) is False and failed.record.status == "error"
     assert "orders_blocks: still mounted" in failed.record.error
-    no_plane = episode([])
+    no_plane = episode([])  # no fault went in: nothing to recover
     no_plane.plane = None
-    assert anyio.run(no_plane._recover_left) is False
+    assert anyio.run(no_plane._recover_left) is True
+
+
+def test_a_journal_started_before_any_fault_is_closed_and_one_never_started_is_never_written(problem: Problem,
+                                                                                             tmp_path):
+    """The agent plane opens alongside the release check, so the journal starts before the fault
+    plane (it records the sandbox and helper processes): a run that fails before any fault closes
+    it (its plane closed the sandbox first); one that never started it leaves no file."""
+    def leave(started: bool) -> Episode:
+        ep = Episode(problem, cluster=None, seed=0, noise=False, agent_seconds=1, driver=object(),
+                     journal_dir=tmp_path / str(started))
+        ep.cluster = type("C", (), {"kubeconfig": "/k", "context": None})()
+        if started:
+            ep.start_journal()
+            ep.start_journal()  # once
+        anyio.run(ep.__aexit__, RuntimeError, RuntimeError("the release check failed"), None)
+        return ep
+
+    started = leave(True)
+    assert started.journal.path.parent.name == "closed"
+    assert started.journal.path.read_text().count('"op":"run"') == 1
+    assert not (tmp_path / "False").exists() or not any((tmp_path / "False").rglob("*.jsonl"))

@@ -118,3 +118,50 @@ def test_the_time_budget_truncates_without_waiting_for_the_runs_grace(runs) -> N
         assert time.monotonic() - t0 < 5 and "budget is spent" in obs["text"]
     finally:
         env.close()
+
+
+def test_the_cluster_handle_is_built_once_for_the_envs_resets_and_dropped_at_close(runs, monkeypatch) -> None:
+    built, seen = [], []
+
+    def handle(kubeconfig, context):
+        built.append((kubeconfig, context))
+        return object()
+
+    fake_play = env_module.play_incident
+
+    async def play(problem, settings, channel, **kw):
+        seen.append(kw["cluster"])
+        return await fake_play(problem, settings, channel, **kw)
+
+    monkeypatch.setattr(env_module, "current_cluster", handle)
+    monkeypatch.setattr(env_module, "play_incident", play)
+    env = IncidentEnv("p", kubeconfig="/k", context="c")
+    try:
+        env.reset(seed=1)
+        env.reset(seed=2)
+    finally:
+        env.close()
+    assert len(built) == 1 and built[0][1] == "c" and seen[0] is seen[1]
+    env.reset(seed=3)  # a reset after close starts afresh: the cluster may have been brought up again
+    env.close()
+    assert len(built) == 2 and seen[2] is not seen[0]
+
+
+def test_a_cluster_handle_given_to_the_env_is_used_as_it_is(runs, monkeypatch) -> None:
+    given, seen = object(), []
+    fake_play = env_module.play_incident
+
+    async def play(problem, settings, channel, **kw):
+        seen.append(kw["cluster"])
+        return await fake_play(problem, settings, channel, **kw)
+
+    monkeypatch.setattr(env_module, "current_cluster", lambda *a: pytest.fail("a handle was given"))
+    monkeypatch.setattr(env_module, "play_incident", play)
+    env = IncidentEnv("p", cluster=given)
+    try:
+        env.reset(seed=1)
+    finally:
+        env.close()
+    env.reset(seed=2)
+    env.close()
+    assert seen == [given, given]

@@ -1,0 +1,72 @@
+"""Whether ``lifecycle.deploy`` reuses the release in place or upgrades it.
+
+A release at the same chart hash is reused when its objects are as the chart made them and it is
+ready. One that is undrifted but not ready yet (the last run's recovery still bringing a workload
+back) is waited for a little and reused, not upgraded: an upgrade changes nothing there and made
+the release "redeployed", so the next run re-measured its SLO baseline over the tail of the last
+run's outage (2 of 5 gym resets on 2026-11-27). Drift (an agent's edit) is always put back."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from sregym.apps import lifecycle, load_app
+from sregym.core.errors import ClusterError
+
+
+@pytest.fixture
+def world(monkeypatch):
+    state = SimpleNamespace(ready=True, drift=[], ready_later=True, upgrades=0, waits=[])
+    spec = load_app("online-shop")
+    monkeypatch.setattr(lifecycle, "ensure_app_namespace", lambda cluster, ns: None)
+    monkeypatch.setattr(lifecycle, "ensure_namespace", lambda cluster, ns: None)
+    monkeypatch.setattr(lifecycle, "install_values", lambda cluster, spec, values: {"sregym": {"chartHash": "h1"}})
+    monkeypatch.setattr(lifecycle.release, "installed", lambda cluster, name, ns: ("deployed", "h1"))
+    monkeypatch.setattr(lifecycle.release, "drifted", lambda cluster, name, ns: list(state.drift))
+    monkeypatch.setattr(lifecycle, "status", lambda *a, **k: SimpleNamespace(ready=state.ready))
+
+    def upgrade(cluster, spec, ns, merged):
+        state.upgrades += 1
+
+    def wait_ready(cluster, spec, ns=None, *, timeout=600, poll=3):
+        state.waits.append(timeout)
+        if not state.ready_later and timeout == lifecycle.READY_GRACE_S:
+            raise ClusterError("not ready")
+
+    monkeypatch.setattr(lifecycle.release, "upgrade_install", upgrade)
+    monkeypatch.setattr(lifecycle, "wait_ready", wait_ready)
+    state.deploy = lambda: lifecycle.deploy(SimpleNamespace(), spec, "online-shop")
+    return state
+
+
+def test_a_ready_undrifted_release_is_reused_at_once(world):
+    result = world.deploy()
+    assert result.reused and world.upgrades == 0 and world.waits == []
+
+
+def test_an_undrifted_release_still_coming_up_is_waited_for_and_reused_not_upgraded(world):
+    world.ready = False
+    result = world.deploy()
+    assert result.reused and world.upgrades == 0 and world.waits == [lifecycle.READY_GRACE_S]
+
+
+def test_an_undrifted_release_that_does_not_come_up_in_the_grace_is_upgraded(world):
+    world.ready, world.ready_later = False, False
+    result = world.deploy()
+    assert not result.reused and world.upgrades == 1
+
+
+@pytest.mark.parametrize("ready", [True, False])
+def test_a_drifted_release_is_upgraded_ready_or_not_and_never_waited_for(world, ready):
+    # an agent's edit (or a crashed run's) must not survive into the next run, whatever the readiness
+    world.ready, world.drift = ready, ["Service/frontend"]
+    result = world.deploy()
+    assert not result.reused and world.upgrades == 1 and lifecycle.READY_GRACE_S not in world.waits
+    assert result.drift_reset == ["Service/frontend"]
+
+
+def test_a_release_whose_drift_cannot_be_told_is_upgraded(world):
+    world.ready, world.drift = False, ["(unknown)"]
+    assert not world.deploy().reused and world.upgrades == 1

@@ -309,6 +309,28 @@ def _declared_ports_answer(kube, ns: str, problem, fault) -> Effect:
     return Effect(served.present, "; ".join([*seen, served.evidence]))
 
 
+def _new_pod_admitted(kube, ns: str, problem, fault) -> Effect:
+    """A new pod of the target, from its workload's pod template as it is now, passes admission
+    (a server-side dry run: quotas, limit ranges and webhooks judge it, nothing is stored); then its
+    Service serves. Running pods say nothing here: they were admitted before the quota or limit
+    range and only their replacements are refused (measured: recreating the namespace's objects
+    recreated the workload before the LimitRange, so its pod ran while the cap stood)."""
+    t = fault.target
+    try:
+        w = get_json(kube, "get", t.kind.lower(), t.name, "-n", ns)
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{t.kind}/{t.name} is gone: {e.stderr.strip()[:120]}")
+    template = w["spec"]["template"]
+    meta = {"generateName": f"{t.name}-", "namespace": ns, "labels": template["metadata"].get("labels", {})}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+    proc = kube.kubectl("create", "--dry-run=server", "-n", ns, "-f", "-", "-o", "name", input=json.dumps(pod),
+                        check=False)
+    if proc.returncode:
+        return Effect(True, f"a new pod of {t.kind}/{t.name} is refused: {proc.stderr.strip()[:200]}")
+    served = serves(kube, ns, _target_service(problem, fault))
+    return Effect(served.present, f"a new pod of {t.kind}/{t.name} is admitted; {served.evidence}")
+
+
 def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | None) -> Effect:
     """The value running containers see (env, or a file from the ConfigMap) still is the faulty one."""
     seen = []
@@ -436,6 +458,8 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _redis_takes_writes(kube, ns, fault)
     if inj == "container_port":
         return _declared_ports_answer(kube, ns, problem, fault)
+    if inj == "resource_quota":
+        return _new_pod_admitted(kube, ns, problem, fault)
     if inj == "probe_misconfig":
         return _probe_spec(kube, ns, problem, fault)
     if inj == "image_tag":

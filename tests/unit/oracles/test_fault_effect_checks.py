@@ -7,6 +7,8 @@ restarted like every other, kept serving."""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -78,3 +80,53 @@ def test_no_running_pod_of_the_target_is_not_cured(container_port_fault, world):
     problem, fault = container_port_fault
     world["pods"] = []
     assert fault_effects.one_effect(None, "hotel-reservation-gaming", problem, fault).present
+
+
+# Measured: ``hotel_user_limit_range`` x ``recreate_namespace_objects`` recreated the user Deployment
+# before the LimitRange, so its pod ran and the check (the Service answers) called the fault cured
+# while the LimitRange stood again: the next user pod is refused as before.
+USER = {"kind": "Deployment", "metadata": {"name": "user"}, "spec": {"template": {
+    "metadata": {"labels": {"app.kubernetes.io/name": "user"}},
+    "spec": {"containers": [{"name": "user", "resources": {"limits": {"memory": "128Mi"}}}]}}}}
+
+
+class FakeKube:
+    """kubectl as the check uses it: ``get`` answers the Deployment, ``create --dry-run=server`` is
+    admission's verdict on the pod sent."""
+
+    def __init__(self, refusal: str | None):
+        self.refusal, self.sent = refusal, []
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "get":
+            return subprocess.CompletedProcess(args, 0, json.dumps(USER), "")
+        assert args[:2] == ("create", "--dry-run=server"), args
+        self.sent.append(json.loads(input))
+        return subprocess.CompletedProcess(args, 1 if self.refusal else 0, "pod/user-x created (server dry run)",
+                                           self.refusal or "")
+
+
+@pytest.fixture
+def limit_range_fault(monkeypatch):
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
+                        fault_effects.Effect(False, f"http {s}:8080: HTTP 200 /readyz"))
+    problem = load_catalog().problems["hotel_user_limit_range"].problem
+    return problem, problem.faults[0]
+
+
+def test_a_workload_running_while_its_next_pod_is_refused_is_not_cured(limit_range_fault):
+    problem, fault = limit_range_fault
+    kube = FakeKube('Error from server (Forbidden): pods "user-x" is forbidden: maximum memory usage per '
+                    'Container is 8Mi, but limit is 128Mi')
+    effect = fault_effects.one_effect(kube, "hotel-reservation-gaming", problem, fault)
+    assert effect.present, effect.evidence
+    assert "maximum memory usage per Container is 8Mi" in effect.evidence
+    [pod] = kube.sent  # the workload's own template, as its ReplicaSet would send it
+    assert pod["kind"] == "Pod" and pod["spec"] == USER["spec"]["template"]["spec"]
+    assert pod["metadata"]["labels"] == {"app.kubernetes.io/name": "user"}
+
+
+def test_a_new_pod_admitted_and_the_service_serving_is_cured(limit_range_fault):
+    problem, fault = limit_range_fault
+    effect = fault_effects.one_effect(FakeKube(None), "hotel-reservation-gaming", problem, fault)
+    assert not effect.present, effect.evidence

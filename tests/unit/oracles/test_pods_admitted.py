@@ -122,17 +122,15 @@ def test_a_workload_that_is_gone_fails_and_says_so():
     assert "deployment/user" in result.message + str(result.evidence)
 
 
-def test_every_limit_range_problem_grades_its_targets_next_pod():
-    """A running target says nothing of a LimitRange standing again: every problem whose root cause
-    is one asks admission about its target's own template. (A pod-count ResourceQuota is left to
-    workload_health and quota_not_binding: its target's next pod is refused even after a fix that
-    leaves no headroom, which is a judgement of its own.)"""
+def test_every_quota_or_limit_range_problem_grades_its_targets_next_pod():
+    """A running target says nothing of a cap standing again: every problem whose root cause is a
+    ResourceQuota or LimitRange asks admission about its target's own template. (For a pod-count
+    quota this also fails a fix that leaves no headroom: with used at hard the target's next pod,
+    a rollout's surge included, is refused, as ``quota_not_binding`` holds too.)"""
     from sregym.core.loader import load_catalog
 
     for lp in load_catalog().problems.values():
         problem = lp.problem
-        for fault in problem.root_cause_faults:
-            if fault.injector != "resource_quota" or fault.params.get("how") != "limit_range":
-                continue
+        for fault in (f for f in problem.root_cause_faults if f.injector == "resource_quota"):
             asked = [o.params.get("workload") for o in problem.oracles.mitigation if o.name == "pods_admitted"]
             assert fault.target.name in asked, f"{problem.id}: no pods_admitted oracle on workload {fault.target.name}"

@@ -235,6 +235,17 @@ def foreign_backends(kube, ns: str, service: str) -> Effect:
 HTTP_PATHS = {"gateway": "/users/user-1/summary"}
 
 
+def _peer(kube, ns: str, avoid: str) -> tuple[str, str] | None:
+    """A running pod of the app's image to check from, not of ``avoid``, waiting up to
+    ``PEER_WAIT_SECONDS`` (after a restart-everything strategy the pods come back)."""
+    peer = _python_pod(kube, ns, avoid=avoid)
+    deadline = time.monotonic() + PEER_WAIT_SECONDS
+    while peer is None and time.monotonic() < deadline:
+        time.sleep(3)
+        peer = _python_pod(kube, ns, avoid=avoid)
+    return peer
+
+
 def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     """The component's Service answers as its kind of server should, from another pod, from the
     pods its chart selects (``foreign_backends``)."""
@@ -244,11 +255,7 @@ def serves(kube, ns: str, service: str, *, many: bool = False) -> Effect:
     if app_image(kube, ns) is None:
         raise AssertionError(f"namespace {ns} runs no image of {sorted(PYTHON_IMAGES)}: add its app's image to "
                              "PYTHON_IMAGES (fault_effects.py)")
-    peer = _python_pod(kube, ns, avoid=service)
-    deadline = time.monotonic() + PEER_WAIT_SECONDS
-    while peer is None and time.monotonic() < deadline:  # after a restart-everything strategy the pods come back
-        time.sleep(3)
-        peer = _python_pod(kube, ns, avoid=service)
+    peer = _peer(kube, ns, avoid=service)
     if peer is None:
         return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
     kind = "http_many" if many else PORT_KINDS.get(port, "http")
@@ -271,6 +278,57 @@ def _from_target(kube, ns: str, fault, kind: str, host: str) -> Effect:
     port = service_port(kube, ns, host) or 53
     c = fault.target.container or pods[0]["spec"]["containers"][0]["name"]
     return probe(kube, ns, pods[0]["metadata"]["name"], c, kind, host, port)
+
+
+def _declared_ports_answer(kube, ns: str, problem, fault) -> Effect:
+    """Every running pod of the target answers at the number it declares for the named port (where a
+    Service targeting the name sends), each pod asked directly, ready or not; then the Service
+    serves. The Service alone is no check: the charts' readiness probes use the named port too,
+    so a pod of the bad template never gets ready and the rollout stalls with the old pod serving
+    (measured: geo's Service answered after every pod was restarted, the old ReplicaSet's pod
+    back, while the Deployment's own pods could not serve)."""
+    pods = _pods(kube, ns, fault.target.name)
+    if not pods:
+        return Effect(True, f"no running pod of {fault.target.name}")
+    peer = _peer(kube, ns, avoid=fault.target.name)
+    if peer is None:
+        return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
+    name, seen = fault.params.get("port_name"), []
+    for p in pods:
+        for c in p["spec"]["containers"]:
+            if fault.target.container not in (None, c["name"]):
+                continue
+            for port in [x for x in c.get("ports") or [] if name in (None, x.get("name"))][:1]:
+                number = port["containerPort"]
+                answered = probe(kube, ns, *peer, "tcp", p["status"].get("podIP", ""), number)
+                where = f"{p['metadata']['name']}/{c['name']} declares {port.get('name', 'its port')}={number}"
+                if answered.present:
+                    return Effect(True, f"{where}: {answered.evidence}")
+                seen.append(where)
+    served = serves(kube, ns, _target_service(problem, fault))
+    return Effect(served.present, "; ".join([*seen, served.evidence]))
+
+
+def _new_pod_admitted(kube, ns: str, problem, fault) -> Effect:
+    """A new pod of the target, from its workload's pod template as it is now, passes admission
+    (a server-side dry run: quotas, limit ranges and webhooks judge it, nothing is stored); then its
+    Service serves. Running pods say nothing here: they were admitted before the quota or limit
+    range and only their replacements are refused (measured: recreating the namespace's objects
+    recreated the workload before the LimitRange, so its pod ran while the cap stood)."""
+    t = fault.target
+    try:
+        w = get_json(kube, "get", t.kind.lower(), t.name, "-n", ns)
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{t.kind}/{t.name} is gone: {e.stderr.strip()[:120]}")
+    template = w["spec"]["template"]
+    meta = {"generateName": f"{t.name}-", "namespace": ns, "labels": template["metadata"].get("labels", {})}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": template["spec"]}
+    proc = kube.kubectl("create", "--dry-run=server", "-n", ns, "-f", "-", "-o", "name", input=json.dumps(pod),
+                        check=False)
+    if proc.returncode:
+        return Effect(True, f"a new pod of {t.kind}/{t.name} is refused: {proc.stderr.strip()[:200]}")
+    served = serves(kube, ns, _target_service(problem, fault))
+    return Effect(served.present, f"a new pod of {t.kind}/{t.name} is admitted; {served.evidence}")
 
 
 def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | None) -> Effect:
@@ -398,6 +456,10 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _limits(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
         return _redis_takes_writes(kube, ns, fault)
+    if inj == "container_port":
+        return _declared_ports_answer(kube, ns, problem, fault)
+    if inj == "resource_quota":
+        return _new_pod_admitted(kube, ns, problem, fault)
     if inj == "probe_misconfig":
         return _probe_spec(kube, ns, problem, fault)
     if inj == "image_tag":

@@ -26,6 +26,18 @@ def test_each_outcome_says_why_it_is_right_or_that_it_is_wrong():
     assert verdict(cell(played="refused: forbidden")).endswith("(refused)")
 
 
+def test_a_cell_the_test_expects_to_fail_with_the_fault_gone_is_right_when_it_fails():
+    # remove_probes on a broken probe: the fault check sees it gone with every other probe, and the
+    # test (test_anti_gaming.expectation) records that the oracle must fail all the same
+    probes_gone = cell(strategy="remove_probes", fault_present=False, users_broken=False, expected="fail",
+                       why="the fault is gone with the health checks the strategy removed")
+    assert verdict(probes_gone) == "fail: fault is gone with the health checks the strategy removed"
+    assert verdict(probes_gone | {"passed": True}) == \
+        "pass: **WRONG: passed, fault is gone with the health checks the strategy removed**"
+    # a cell whose line records no expectation (the oldest lines) keeps the table's own rule
+    assert verdict(cell(fault_present=False, users_broken=False)) == "fail: **WRONG: failed, fault gone**"
+
+
 def test_table_has_a_row_per_problem_and_a_column_per_strategy_with_the_rerun_winning(tmp_path):
     results = tmp_path / "cells.jsonl"
     lines = [cell(), cell(passed=True), cell(problem="q", family="OS", primitive="disk_full", strategy="fake_metrics")]

@@ -1,0 +1,132 @@
+"""The anti-gaming matrix's independent checks (tests/integration/oracles/fault_effects.py) decide
+each cell's expectation, so a check that calls a persisting fault gone turns a right grade into a
+"wrong" cell. Measured: ``hotel_geo_container_port`` x ``restart_every_pod`` was called cured
+because geo's Service answered, while the Deployment's template still declared port http=8081: the
+readiness probe uses the named port, so the new pod never got ready and the old ReplicaSet's pod,
+restarted like every other, kept serving."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+TESTS = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(TESTS))  # fault_effects imports the shared shop_users helper, as in pytest's rootdir
+sys.path.insert(0, str(TESTS / "integration" / "oracles"))
+
+import fault_effects  # noqa: E402
+
+from sregym.core.loader import load_catalog  # noqa: E402
+
+
+def geo_pod(name: str, ip: str, port: int) -> dict:
+    return {"metadata": {"name": name}, "status": {"podIP": ip, "phase": "Running"},
+            "spec": {"containers": [{"name": "geo", "ports": [{"name": "http", "containerPort": port}]}]}}
+
+
+OLD = geo_pod("geo-old-aaaaa", "10.0.0.5", 8080)   # the ReplicaSet of the chart's template, ready
+NEW = geo_pod("geo-new-bbbbb", "10.0.0.6", 8081)   # the faulty template's pod, never ready
+
+
+@pytest.fixture
+def container_port_fault():
+    problem = load_catalog().problems["hotel_geo_container_port"].problem
+    [fault] = problem.faults
+    return problem, fault
+
+
+@pytest.fixture
+def world(monkeypatch):
+    """What the check sees: the target's running pods, and a process listening on 8080 only (the
+    image's PORT); the Service answers from whichever pod is ready."""
+    state = {"pods": [OLD, NEW], "asked": []}
+
+    def probe(kube, ns, pod, container, kind, host, port, path="/readyz"):
+        state["asked"].append((host, port))
+        listening = port == 8080
+        return fault_effects.Effect(not listening, f"{kind} {host}:{port} from {pod}: "
+                                                   + ("connected" if listening else "ConnectionRefusedError"))
+
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: state["pods"] if w == "geo" else [])
+    monkeypatch.setattr(fault_effects, "_peer", lambda kube, ns, avoid: ("frontend-1", "frontend"),
+                        raising=False)  # absent before the check asked each pod
+    monkeypatch.setattr(fault_effects, "probe", probe)
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
+                        fault_effects.Effect(False, f"http {s}:8080: HTTP 200 /readyz"))
+    return state
+
+
+def test_a_stalled_rollout_with_the_old_pod_serving_is_not_a_cured_port(container_port_fault, world):
+    problem, fault = container_port_fault
+    effect = fault_effects.one_effect(None, "hotel-reservation-gaming", problem, fault)
+    assert effect.present, effect.evidence
+    assert ("10.0.0.6", 8081) in world["asked"]
+    assert "geo-new-bbbbb/geo declares http=8081" in effect.evidence
+
+
+def test_every_pod_on_the_chart_port_is_cured(container_port_fault, world):
+    problem, fault = container_port_fault
+    world["pods"] = [OLD]  # the rollout undone: only the chart's template runs
+    effect = fault_effects.one_effect(None, "hotel-reservation-gaming", problem, fault)
+    assert not effect.present, effect.evidence
+    assert "HTTP 200" in effect.evidence
+
+
+def test_no_running_pod_of_the_target_is_not_cured(container_port_fault, world):
+    problem, fault = container_port_fault
+    world["pods"] = []
+    assert fault_effects.one_effect(None, "hotel-reservation-gaming", problem, fault).present
+
+
+# Measured: ``hotel_user_limit_range`` x ``recreate_namespace_objects`` recreated the user Deployment
+# before the LimitRange, so its pod ran and the check (the Service answers) called the fault cured
+# while the LimitRange stood again: the next user pod is refused as before.
+USER = {"kind": "Deployment", "metadata": {"name": "user"}, "spec": {"template": {
+    "metadata": {"labels": {"app.kubernetes.io/name": "user"}},
+    "spec": {"containers": [{"name": "user", "resources": {"limits": {"memory": "128Mi"}}}]}}}}
+
+
+class FakeKube:
+    """kubectl as the check uses it: ``get`` answers the Deployment, ``create --dry-run=server`` is
+    admission's verdict on the pod sent."""
+
+    def __init__(self, refusal: str | None):
+        self.refusal, self.sent = refusal, []
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "get":
+            return subprocess.CompletedProcess(args, 0, json.dumps(USER), "")
+        assert args[:2] == ("create", "--dry-run=server"), args
+        self.sent.append(json.loads(input))
+        return subprocess.CompletedProcess(args, 1 if self.refusal else 0, "pod/user-x created (server dry run)",
+                                           self.refusal or "")
+
+
+@pytest.fixture
+def limit_range_fault(monkeypatch):
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
+                        fault_effects.Effect(False, f"http {s}:8080: HTTP 200 /readyz"))
+    problem = load_catalog().problems["hotel_user_limit_range"].problem
+    return problem, problem.faults[0]
+
+
+def test_a_workload_running_while_its_next_pod_is_refused_is_not_cured(limit_range_fault):
+    problem, fault = limit_range_fault
+    kube = FakeKube('Error from server (Forbidden): pods "user-x" is forbidden: maximum memory usage per '
+                    'Container is 8Mi, but limit is 128Mi')
+    effect = fault_effects.one_effect(kube, "hotel-reservation-gaming", problem, fault)
+    assert effect.present, effect.evidence
+    assert "maximum memory usage per Container is 8Mi" in effect.evidence
+    [pod] = kube.sent  # the workload's own template, as its ReplicaSet would send it
+    assert pod["kind"] == "Pod" and pod["spec"] == USER["spec"]["template"]["spec"]
+    assert pod["metadata"]["labels"] == {"app.kubernetes.io/name": "user"}
+
+
+def test_a_new_pod_admitted_and_the_service_serving_is_cured(limit_range_fault):
+    problem, fault = limit_range_fault
+    effect = fault_effects.one_effect(FakeKube(None), "hotel-reservation-gaming", problem, fault)
+    assert not effect.present, effect.evidence

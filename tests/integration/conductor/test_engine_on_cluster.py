@@ -263,8 +263,9 @@ def test_seeded_noise_runs_before_the_page_and_is_recovered(cluster, tmp_path, s
 
 # A shell starts background jobs (`sregym ... &`, nohup) with SIGINT ignored; `kill` must still stop
 # them cleanly (it did not: SIGTERM was re-sent as the ignored SIGINT and the run went on).
-# The agent plane opens while the baseline is measured ("sandbox" is journaled before the fault goes
-# in): an interrupt then stops both, and neither the sandbox nor a fault is left behind.
+# The agent plane opens while the release is checked and the baseline is measured ("sandbox" is
+# journaled before the fault goes in): an interrupt then stops both, and neither the sandbox nor a
+# fault is left behind.
 @pytest.mark.parametrize(("signum", "sigint_at_start", "op", "delay"),
                          [(signal.SIGINT, signal.SIG_DFL, "applied", 1.0), (signal.SIGTERM, signal.SIG_DFL, "applied", 1.0),
                           (signal.SIGTERM, signal.SIG_IGN, "applied", 1.0), (signal.SIGINT, signal.SIG_DFL, "sandbox", 0.0)],
@@ -286,7 +287,12 @@ def test_ctrl_c_or_sigterm_recovers_then_exits_130(cluster, tmp_path, state, sig
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "interrupted" in err
     record = RunRecord.model_validate_json(next(out.glob("*.json")).read_text())
-    assert record.status == "aborted" and "recover" in record.phases
+    assert record.status == "aborted"
+    # The agent plane now opens while the release is checked, so an interrupt as it opens may come
+    # before the fault plane is (nothing was changed: no recover phase); once the baseline started,
+    # the fault plane stood and recover must have run.
+    if op == "applied" or "baseline" in record.phases:
+        assert "recover" in record.phases, record.phases
     assert greeting(cluster) == "hello"
     assert open_journals(state) == []
     assert sandbox_namespaces(cluster) == []

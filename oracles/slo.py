@@ -8,9 +8,12 @@ meet its SLO. A latency SLO is always checked with the success rate: it counts a
 only, so a service made to fail fast, or to hang past the client's timeout, would look fast.
 
 The SLOs are only as honest as whoever answers the load generator: every sample also fails when
-the entry Service's path changed since the baseline (``ctx.baseline["entry"]``: its selector, the
-workloads behind it and what they run), as when a stub that says 200 to everything is put behind
-it (measured: that passed an SLO-graded problem whose fault was still there).
+a Service's path or the app's wiring changed since the baseline (``ctx.baseline["paths"]``: each
+Service's selector, the workloads behind it and what they run, its ports, and the addresses the
+app's workloads are given; a baseline recorded before those compares the entry's path,
+``ctx.baseline["entry"]``), as when a stub that says 200 to everything is put behind the entry, or
+a copy of the faulty component behind its Service (measured: each passed an SLO-graded problem
+whose fault was still there).
 """
 
 from __future__ import annotations
@@ -21,9 +24,9 @@ from typing import Any
 from pydantic import Field
 
 from sregym.oracles import (MIN_RATE_WINDOW_SECONDS, CheckResult, ClusterError, MitigationOracle, Slo, WindowParams,
-                            baseline_value, checked_slos, max_samples, mitigation_oracle, parse_duration, path_changes,
-                            query_value, read_entry_path, render, sample_window, scrape_interval_seconds, slos_from,
-                            window_of, window_result, within)
+                            app_path_changes, baseline_value, checked_slos, max_samples, mitigation_oracle,
+                            parse_duration, path_changes, query_value, read_app_paths, read_entry_path, render,
+                            sample_window, scrape_interval_seconds, slos_from, window_of, window_result, within)
 
 
 # the default rate window: the shortest a success rate at the load generator's rate means something over
@@ -96,13 +99,21 @@ class SloOracle(MitigationOracle):
         if not self.ctx.prometheus_url:
             raise ClusterError("the slo oracle needs Prometheus, but the run has no prometheus_url")
         baselines = {s.name: baseline_value(self.ctx.baseline, s.name) for s in slos}
-        # who answered the load generator at the baseline (the app's own namespace only)
-        entry = self.ctx.baseline.get("entry") if ns == self.ctx.namespace else None
+        # who answered the app's requests at the baseline (the app's own namespace only): every
+        # Service's path and the wiring, or (a baseline recorded before those) the entry's path
+        own = ns == self.ctx.namespace
+        paths = self.ctx.baseline.get("paths") if own else None
+        entry = self.ctx.baseline.get("entry") if own else None
 
         def probe() -> tuple[bool, dict[str, Any]]:
             values = measure(slos, self.ctx.prometheus_url, ns, p.rate_window)
             reasons = []
-            if entry:
+            if paths:
+                changes = app_path_changes(paths, read_app_paths(self.ctx.kube, ns, known=paths.get("services") or ()))
+                if changes:
+                    reasons.append("the app's requests are no longer answered by the app's own services: "
+                                   + "; ".join(changes[:3]))
+            elif entry:
                 changes = path_changes(entry, read_entry_path(self.ctx.kube, ns, entry["service"]))
                 if changes:
                     reasons.append("the load generator is no longer answered by the app's own entry: "
@@ -118,4 +129,5 @@ class SloOracle(MitigationOracle):
                                 min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction,
                              evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos},
-                                       "entry_path": "compared with the baseline's" if entry else "not recorded"})
+                                       "entry_path": "every Service's path and the wiring compared with the baseline's"
+                                       if paths else "compared with the baseline's" if entry else "not recorded"})

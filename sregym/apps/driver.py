@@ -15,7 +15,7 @@ from typing import Any
 from sregym.apps import lifecycle
 from sregym.apps.slo import measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
-from sregym.cluster.entry_path import read_entry_path
+from sregym.cluster.entry_path import read_app_paths, read_entry_path
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.promql import MIN_RATE_WINDOW_SECONDS
 
@@ -63,6 +63,12 @@ def workload_probes(cluster: ClusterHandle, namespace: str) -> dict[str, dict[st
 def entry_path(cluster: ClusterHandle, namespace: str, service: str) -> dict[str, Any]:
     """Who answers the load generator through the entry ``service`` (:mod:`sregym.cluster.entry_path`)."""
     return read_entry_path(cluster.kube, namespace, service)
+
+
+def app_paths(cluster: ClusterHandle, namespace: str) -> dict[str, Any]:
+    """Who answers each of the app's Services, and the addresses its workloads are given
+    (:func:`sregym.cluster.entry_path.app_paths`)."""
+    return read_app_paths(cluster.kube, namespace)
 
 
 def set_path(values: dict[str, Any], dotted: str, value: Any) -> dict[str, Any]:
@@ -126,8 +132,8 @@ class AppsDriver:
         return current.ready, "; ".join(current.problems) or "all workloads ready"
 
     def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
-        """Record each workload's probes and who answers the load generator (``entry``: the entry
-        Service's path, :mod:`sregym.cluster.entry_path`), let the workload run ``window_s`` seconds
+        """Record each workload's probes and who answers the app's requests (``entry``: the entry
+        Service's path; ``paths``: every Service's and the wiring, :mod:`sregym.cluster.entry_path`), let the workload run ``window_s`` seconds
         (at least ``MIN_RATE_WINDOW_SECONDS``: a shorter rate is too few requests to compare with),
         then measure every SLO over that window. Taken before any fault: the oracles compare with it.
 
@@ -138,8 +144,9 @@ class AppsDriver:
         healthy, detail = self.health(deployed, cluster)
         probes = workload_probes(cluster, deployed.namespace)
         probes_and_path: dict[str, Any] = {"probes": probes}
-        if spec.entrypoint:  # the SLO oracle fails where someone else answers the load generator (a stub)
+        if spec.entrypoint:  # the SLO oracle fails where someone else answers the app's requests (a stub, a copy)
             probes_and_path["entry"] = entry_path(cluster, deployed.namespace, spec.entrypoint.service)
+            probes_and_path["paths"] = app_paths(cluster, deployed.namespace)
         if not spec.slos or not deployed.prometheus_url:
             why = "this chart has no SLOs" if not spec.slos else "no Prometheus URL is known"
             return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})",

@@ -1,11 +1,17 @@
-"""The path the load generator's requests take into an app: its entry Service, the workloads whose
-pods answer behind it, and what those pods run.
+"""The paths the load generator's requests take through an app: each Service, the workloads whose
+pods answer behind it, what those pods run, and which of the app's Services each setting names.
 
 The SLOs are measured on the load generator's answers, so whoever decides who answers it decides
 the SLOs: a stub that says 200 to everything, put behind the entry Service (its selector pointed at
 the stub, or the stub given the entry's labels), makes every request a fast success while the app
-behind it is as broken as before (measured: the anti-gaming matrix's ``stub_entry_service``). The
-path is recorded with the baseline and compared during grading (:func:`path_changes`).
+behind it is as broken as before (measured: the anti-gaming matrix's ``stub_entry_service``). A
+stand-in need not sit at the entry, nor answer wrong: a copy of the faulty component's own
+Deployment under another name computes its answers right, and a fault bound to the component's
+pods does not follow it; the callers reach it through the component's Service (the copy wearing
+its labels, or the selector pointed at the copy) or through their address settings
+(``GEO_ADDR``). So the baseline records the path of every Service of the app and the wiring
+(:func:`app_paths`), and grading compares the live ones with them (:func:`app_path_changes`);
+:func:`entry_path` / :func:`path_changes` are the one-Service form an older baseline recorded.
 
 Pure functions on Kubernetes objects as JSON (``kubectl get -o json`` items).
 """
@@ -15,11 +21,17 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import re
+from collections.abc import Iterable
+
 import urllib3
 
 from sregym.core.errors import ClusterError
 
-# what a container runs: a stub needs another command (or image) than the chart's
+# what a container runs: a stub needs another command (or image) than the chart's, or args where the
+# chart ran the image's own. Args where the chart gave some are a store's flags: other flags tune it
+# (shop_redis_maxmemory_noeviction is fixed by a sane --maxmemory, not only by the chart's), they do
+# not make it another program, so only args given where there were none are compared.
 RUNS = ("image", "command", "args")
 
 
@@ -66,6 +78,8 @@ def entry_path(service: dict | None, slices: list[dict], pods: list[dict], repli
                 continue  # not sent requests
             ref = e.get("targetRef") or {}
             pod = by_pod.get(ref.get("name", "")) if ref.get("kind") == "Pod" else None
+            if pod is None and ref.get("kind") == "Pod" and by_pod:
+                continue  # a pod made after the pods were listed (the lists are not one snapshot): next sample
             if pod is None:
                 strays.append(ref.get("name") or ",".join(e.get("addresses") or []) or "an endpoint")
                 continue
@@ -73,9 +87,23 @@ def entry_path(service: dict | None, slices: list[dict], pods: list[dict], repli
             if workload is None or workload not in by_ref:
                 strays.append(f"pod/{pod['metadata']['name']}")
                 continue
-            backends[workload] = runs(by_ref[workload]["spec"]["template"]["spec"])
+            template = runs(by_ref[workload]["spec"]["template"]["spec"])
+            patched = _patched(pod, template)
+            if patched:  # a pod's image may be patched in place: its workload's template says nothing
+                strays.append(f"pod/{pod['metadata']['name']} (patched to run another {patched})")
+                continue
+            backends[workload] = template
     return {"service": service["metadata"]["name"], "selector": (service.get("spec") or {}).get("selector"),
             "backends": backends, "strays": sorted(set(strays)), "ports": ports_of(service, slices)}
+
+
+def _patched(pod: dict, template: dict[str, dict[str, Any]]) -> str:
+    """What a pod's containers run that its workload's template does not ('' when nothing)."""
+    changed = []
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        want = template.get(c["name"])
+        changed += [k for k in RUNS if want is None or c.get(k) != want.get(k)]
+    return "/".join(dict.fromkeys(changed))
 
 
 def ports_of(service: dict, slices: list[dict]) -> dict[str, list]:
@@ -98,7 +126,7 @@ def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
     out = []
     if live.get("selector") != recorded.get("selector"):
         out.append(f"Service {name} selects {live.get('selector')} (at the baseline {recorded.get('selector')})")
-    for stray in live.get("strays") or []:
+    for stray in live.get("strays") or [] if not recorded.get("strays") else []:  # one that had them: unknowable
         out.append(f"Service {name} sends requests to {stray}, which no workload of the baseline runs")
     if "ports" in recorded:  # a path recorded before ports were compares the rest
         out += _port_changes(name, recorded["ports"] or {}, live.get("ports") or {})
@@ -112,7 +140,7 @@ def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
             if before is None:
                 out.append(f"{workload} runs a container {container} it did not run at the baseline")
                 continue
-            changed = [k for k in RUNS if what.get(k) != before.get(k)]
+            changed = [k for k in RUNS if what.get(k) != before.get(k) and not (k == "args" and before.get(k))]
             if changed:
                 out.append(f"{workload}/{container} runs another {'/'.join(changed)} than at the baseline "
                            f"({', '.join(f'{k}={what.get(k)!r:.60}' for k in changed)})")
@@ -144,27 +172,143 @@ def _numbers(ports: set[tuple]) -> str:
 PATH_KINDS = (("v1", "services", "Service"), ("discovery.k8s.io/v1", "endpointslices", "EndpointSlice"),
               ("apps/v1", "deployments", "Deployment"), ("apps/v1", "statefulsets", "StatefulSet"),
               ("apps/v1", "replicasets", "ReplicaSet"), ("v1", "pods", "Pod"))
+# and what the app's settings are written in
+APP_PATH_KINDS = (*PATH_KINDS, ("v1", "configmaps", "ConfigMap"))
 
 
-def read_entry_path(kube: Any, namespace: str, service: str) -> dict[str, Any]:
-    """The entry path of ``service`` in ``namespace`` as the cluster has it now: one API GET per
-    kind, side by side (the slo oracle reads it at every 2 s sample: a kubectl process for it was
-    0.3-1 s of CPU each time on 2 busy cores)."""
+def _list_kinds(kube: Any, namespace: str, kinds: tuple[tuple[str, str, str], ...], what: str) -> dict[str, list]:
+    """Kind -> the items of ``kinds`` in ``namespace``: one API GET per kind, side by side (the slo
+    oracle reads them at every 2 s sample: a kubectl process for it was 0.3-1 s of CPU each time on
+    2 busy cores)."""
     def listed(kind: tuple[str, str, str]) -> list[dict]:
         api_version, plural, name = kind
         try:
             listing = kube.list_json(api_version, plural, namespace)
         except (OSError, urllib3.exceptions.HTTPError) as e:
-            raise ClusterError(f"cannot read the entry path of Service {namespace}/{service}: {e}") from None
+            raise ClusterError(f"cannot read {what}: {e}") from None
         if listing is None:
-            raise ClusterError(f"cannot read the entry path of Service {namespace}/{service}: "
-                               f"{plural} ({api_version}) are not served")
+            raise ClusterError(f"cannot read {what}: {plural} ({api_version}) are not served")
         return [dict(item, kind=name) for item in listing.get("items") or []]  # list items carry no kind
 
-    with ThreadPoolExecutor(max_workers=len(PATH_KINDS)) as pool:
-        by_kind = {kind[2]: items for kind, items in zip(PATH_KINDS, pool.map(listed, PATH_KINDS))}
+    with ThreadPoolExecutor(max_workers=len(kinds)) as pool:
+        return {kind[2]: items for kind, items in zip(kinds, pool.map(listed, kinds))}
+
+
+def _slices_of(slices: list[dict], service: str) -> list[dict]:
+    return [s for s in slices if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == service]
+
+
+def read_entry_path(kube: Any, namespace: str, service: str) -> dict[str, Any]:
+    """The entry path of ``service`` in ``namespace`` as the cluster has it now."""
+    by_kind = _list_kinds(kube, namespace, PATH_KINDS, f"the entry path of Service {namespace}/{service}")
     found = [s for s in by_kind["Service"] if s["metadata"]["name"] == service]
-    slices = [s for s in by_kind["EndpointSlice"]
-              if (s["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == service]
-    return entry_path(found[0] if found else None, slices, by_kind["Pod"], by_kind["ReplicaSet"],
-                      by_kind["Deployment"] + by_kind["StatefulSet"])
+    return entry_path(found[0] if found else None, _slices_of(by_kind["EndpointSlice"], service), by_kind["Pod"],
+                      by_kind["ReplicaSet"], by_kind["Deployment"] + by_kind["StatefulSet"])
+
+
+# A setting's words that may name a host: "geo:8080", "nats://shop-queue:4222", "http://a.ns.svc:80/x",
+# "shop-db", "10.244.0.7:18080", an nginx "server web:8080;" line
+_WORD = re.compile(r"[A-Za-z0-9_.:/@\[\]-]+")
+_IPV4 = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
+_SKIP_CONFIGMAPS = {"kube-root-ca.crt"}  # the cluster's CA, in every namespace
+
+
+def references(value: str, services: set[str], namespace: str) -> list[str]:
+    """The addresses a setting's value names, sorted: the app's Services (``name[:port]``, however
+    qualified), and anything else written as an address (``host:port``, a URL, an IP, ``localhost``:
+    a stub exec'd beside a caller, a pod's IP). A bare word is a host only when it is a Service's name."""
+    found = set()
+    for word in _WORD.findall(value or ""):
+        host_port = word.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
+        host, _, port = host_port.partition(":")
+        labels = host.split(".")
+        if labels[0] in services and (len(labels) == 1 or labels[1] in (namespace, "svc")):
+            host = labels[0]
+        elif not (host and (port.isdigit() or "://" in word or host == "localhost" or _IPV4.fullmatch(host))):
+            continue
+        found.add(f"{host}:{port}" if port.isdigit() else host)
+    return sorted(found)
+
+
+def wiring(configmaps: list[dict], workloads: list[dict], services: set[str], namespace: str) -> dict[str, list[str]]:
+    """``<Kind>/<workload>/<container> <setting>`` -> the addresses the setting names (:func:`references`),
+    for every setting of a workload's containers that names one: its environment as its pods get
+    it (``envFrom`` ConfigMaps in order, then ``env``, which wins: a caller may be told another
+    address without a ConfigMap changing, and the same address set either way is the same
+    wiring), the ConfigMap files mounted into it (an nginx.conf's upstreams), its command and args.
+    A ConfigMap no workload reads is nobody's setting."""
+    out: dict[str, list[str]] = {}
+    data = {cm["metadata"]["name"]: cm.get("data") or {} for cm in configmaps
+            if cm["metadata"]["name"] not in _SKIP_CONFIGMAPS}
+
+    def note(key: str, value: str) -> None:
+        refs = references(value, services, namespace)
+        if refs:
+            out[key] = refs
+
+    for w in workloads:
+        spec = w["spec"]["template"]["spec"]
+        volumes = {v["name"]: (v.get("configMap") or {}) for v in spec.get("volumes") or []}
+        for c in (spec.get("initContainers") or []) + (spec.get("containers") or []):
+            where = f"{w['kind']}/{w['metadata']['name']}/{c['name']}"
+            env: dict[str, str] = {}
+            for source in c.get("envFrom") or []:
+                ref = (source.get("configMapRef") or {}).get("name")
+                env.update({f"{source.get('prefix') or ''}{k}": v for k, v in data.get(ref, {}).items()})
+            for e in c.get("env") or []:
+                key_ref = (e.get("valueFrom") or {}).get("configMapKeyRef") or {}
+                env[e["name"]] = str(e["value"]) if "value" in e else data.get(key_ref.get("name"), {}).get(
+                    key_ref.get("key"), "")
+            for name, value in sorted(env.items()):
+                note(f"{where} env {name}", value)
+            for mount in c.get("volumeMounts") or []:
+                cm = volumes.get(mount["name"]) or {}
+                paths = {i["key"]: i["path"] for i in cm.get("items") or []}
+                for key, value in sorted(data.get(cm.get("name"), {}).items()):
+                    path = paths.get(key, key) if not cm.get("items") or key in paths else None
+                    if path is not None and mount.get("subPath") in (None, "", path):
+                        note(f"{where} file {mount['mountPath']}" + ("" if mount.get("subPath") else f"/{path}"), value)
+            note(f"{where} command and args", " ".join(map(str, (c.get("command") or []) + (c.get("args") or []))))
+    return out
+
+
+def app_paths(services: list[dict], slices: list[dict], pods: list[dict], replica_sets: list[dict],
+              workloads: list[dict], configmaps: list[dict], *, namespace: str,
+              known: Iterable[str] = ()) -> dict[str, Any]:
+    """Every Service's path (:func:`entry_path`), the app's workloads, and the wiring (:func:`wiring`).
+    ``known``: Service names that count as the app's though gone now (the baseline's)."""
+    names = {s["metadata"]["name"] for s in services} | set(known)
+    return {"services": {s["metadata"]["name"]: entry_path(s, _slices_of(slices, s["metadata"]["name"]), pods,
+                                                           replica_sets, workloads) for s in services},
+            "workloads": sorted(f"{w['kind']}/{w['metadata']['name']}" for w in workloads),
+            "wiring": wiring(configmaps, workloads, names, namespace)}
+
+
+def read_app_paths(kube: Any, namespace: str, known: Iterable[str] = ()) -> dict[str, Any]:
+    """:func:`app_paths` of ``namespace`` as the cluster has it now."""
+    by_kind = _list_kinds(kube, namespace, APP_PATH_KINDS, f"the Services' paths in namespace {namespace}")
+    return app_paths(by_kind["Service"], by_kind["EndpointSlice"], by_kind["Pod"], by_kind["ReplicaSet"],
+                     by_kind["Deployment"] + by_kind["StatefulSet"], by_kind["ConfigMap"], namespace=namespace,
+                     known=known)
+
+
+def app_path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
+    """How the live paths differ from the recorded ones in a way that changes who answers the app's
+    requests: a Service of the baseline answered by something else (:func:`path_changes`), or a
+    setting of a baseline workload that names other Services or pods (one line per setting and
+    change, naming every workload it is in). A Service or workload the agent added is not itself
+    a change: only a path to it is."""
+    out = []
+    for name, path in sorted((recorded.get("services") or {}).items()):
+        out += path_changes(path, (live.get("services") or {}).get(name) or {"service": None})
+    ours = tuple(f"{w}/" for w in recorded.get("workloads") or [])
+    want, got = recorded.get("wiring") or {}, live.get("wiring") or {}
+    changed: dict[tuple[str, str, str], list[str]] = {}
+    for key in sorted(set(want) | {k for k in got if k.startswith(ours)}):
+        if want.get(key) != got.get(key):
+            where, setting = key.split(" ", 1)
+            changed.setdefault((setting, ", ".join(got.get(key) or ["nothing"]),
+                                ", ".join(want.get(key) or ["nothing"])), []).append(where)
+    for (setting, now, before), where in changed.items():
+        out.append(f"{setting} of {', '.join(where)} names {now} (at the baseline {before})")
+    return out

@@ -8,7 +8,7 @@ registers with ``@diagnosis_oracle("name")``. See docs/grading.md.
 """
 
 from sregym.cluster.charts import template
-from sregym.cluster.entry_path import path_changes, read_entry_path
+from sregym.cluster.entry_path import app_path_changes, path_changes, read_app_paths, read_entry_path
 from sregym.cluster.prometheus import query_value
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 from sregym.core.durations import parse_duration
@@ -47,8 +47,8 @@ __all__ = [
     "MISSING", "Condition", "lookup", "lookup_steps", "parse_path", "Endpoint", "denying_policies",
     "container_probes", "weakened", "workload_probes",
     "Slo", "baseline_value", "checked_slos", "render", "slos_from", "within",
-    # who answers the load generator, and whether that changed since the baseline
-    "path_changes", "read_entry_path",
+    # who answers the app's requests, and whether that changed since the baseline
+    "app_path_changes", "path_changes", "read_app_paths", "read_entry_path",
     # metrics and charts: an instant PromQL query, the metrics' timing, a chart rendered offline
     "query_value", "MIN_RATE_WINDOW_SECONDS", "scrape_interval_seconds", "template",
     # judging a diagnosis, scoring a run

@@ -5,7 +5,8 @@ symptom fix); ``rollout undo`` everything; ``helm rollback`` of
 the app release; remove the probes; point the faulty component's Service at another workload;
 reconfigure or silence the load generator; answer it with a stub (a Deployment of its own behind
 the entry Service, or a process exec'd into the entry's own pods); put a stub answering "nothing
-found" behind the faulty component (fail open); export fake good metrics; delete
+found" behind the faulty component (fail open); copy the faulty component's own Deployment and
+point its Service at the copy (a stand-in that answers right); export fake good metrics; delete
 and recreate the namespace's objects from their own specs.
 
 Each strategy plays with the admin client except the load-generator ones, which play with the
@@ -398,6 +399,34 @@ RECREATED_KINDS = ("deployments", "statefulsets", "daemonsets", "services", "con
                    "resourcequotas", "limitranges")
 
 
+def clone_faulty_component(b: Board) -> Played:
+    """A stand-in that answers right: as the agent, copy the faulty component's own Deployment under
+    another name with labels of its own (same image, command and settings, so its answers are the
+    component's), and point the component's Service at the copy. A fault bound to the component's
+    own pods (a process started with every one of them) does not follow it, and the answers'
+    checks cannot tell: they are the app's code's."""
+    try:
+        original = get_json(b.kube, "get", "deployment", b.component, "-n", b.ns)
+        get_json(b.kube, "get", "service", b.component, "-n", b.ns)
+    except Exception:  # noqa: BLE001 - the component is no Deployment behind a Service (a node, a volume, a store)
+        return Played(f"nothing to copy: no Deployment and Service {b.component}")
+    name = f"{b.component}-b"
+    labels = {"app.kubernetes.io/name": name}
+    spec = {k: v for k, v in original["spec"].items() if k not in ("selector", "template")}
+    template = json.loads(json.dumps(original["spec"]["template"]))
+    template["metadata"] = {"labels": labels}
+    manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": labels},
+                "spec": {**spec, "replicas": 1, "selector": {"matchLabels": labels}, "template": template}}
+    played = _as_agent(b, "create", "-n", b.ns, "-f", "-", stdin=json.dumps(manifest), then=(
+        (["rollout", "status", f"deployment/{name}", "-n", b.ns, "--timeout=90s"], None),
+        (["patch", "service", b.component, "-n", b.ns, "--type=json", "-p",
+          json.dumps([{"op": "replace", "path": "/spec/selector", "value": labels}])], None)))
+    played.cleanup.append(lambda: b.kube.kubectl("delete", "deployment", name, "-n", b.ns, "--wait=false", check=False))
+    if not played.refused:
+        time.sleep(max(b.lag, 2 * scrape_interval_seconds()))  # until the rate windows hold only the copy's answers
+    return played
+
+
 def recreate_namespace_objects(b: Board) -> Played:
     """Delete the namespace's objects and create them again from their own live specs (claims,
     Secrets and RBAC stay: deleting them loses data or the agent's own access)."""
@@ -416,7 +445,7 @@ def do_nothing(b: Board) -> Played:
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
     do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, scale_up_stopped, rollout_undo,
     helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
-    exec_stub_in_entry, stub_faulty_service, fake_metrics, recreate_namespace_objects)}
+    exec_stub_in_entry, stub_faulty_service, clone_faulty_component, fake_metrics, recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
 RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}

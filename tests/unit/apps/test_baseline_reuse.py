@@ -33,6 +33,8 @@ def world(monkeypatch):
 
     monkeypatch.setattr(drv, "workload_probes", probes)
     monkeypatch.setattr(drv, "entry_path", entry)
+    monkeypatch.setattr(drv, "app_paths", lambda cluster, namespace: {"services": {}, "workloads": [],
+                                                                      "wiring": {}, "read": state.entries})
     monkeypatch.setattr(drv, "measure_slos", measure)
     monkeypatch.setattr(drv.time, "sleep", lambda s: state.sleeps.append(s))
     monkeypatch.setattr(drv.time, "monotonic", lambda: state.now)
@@ -57,6 +59,7 @@ def test_the_second_baseline_of_the_same_release_is_reused_without_waiting(world
     assert world.probes == 2  # the probes are the live ones each time
     # and so is who answers the load generator (the slo oracle compares with it)
     assert world.entries == 2 and second["entry"]["service"] == "lb"
+    assert first["paths"]["read"] == 1 and second["paths"]["read"] == 2  # every Service's, read again too
 
 
 @pytest.mark.parametrize("change", ["reinstalled", "unhealthy", "other_release", "too_old", "longer_window"])

@@ -55,6 +55,8 @@ def run(
                   f"{'[green]passed[/]' if mit and mit.passed else '[red]failed[/]'}, diagnosis "
                   f"{('[green]passed[/]' if diag.passed else '[red]failed[/]') if diag and diag.judged else 'not judged'}"
                   f", {record.trajectory.steps} steps, TTM {record.ttm_s}s")
+    if mit and mit.rerouted:  # why an oracle that passed did not count
+        console.print("[red]the app no longer answers its own requests[/]: " + "; ".join(mit.rerouted[:3]))
     typer.echo(str(out / f"{record.run_id}.json"))
 
 

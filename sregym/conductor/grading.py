@@ -1,6 +1,7 @@
 """Grade a run: the diagnosis oracle on the submitted text, then the mitigation oracles on the
-live system over a window, compared with the baseline. An oracle that crashes fails its check
-with the error as evidence; a missing judge leaves the diagnosis ``judged: false``."""
+live system over a window, compared with the baseline, and whether the app still answers its own
+requests (no Service or caller rerouted to a stand-in since the baseline). An oracle that crashes
+fails its check with the error as evidence; a missing judge leaves the diagnosis ``judged: false``."""
 
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from sregym.cluster.entry_path import app_path_changes, read_app_paths
 from sregym.cluster.handle import ClusterHandle
 from sregym.apps import DeployedApp
+from sregym.core.errors import ClusterError
 from sregym.core.problem import Problem
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
 from sregym.core.trajectory import Trajectory
@@ -79,7 +82,26 @@ async def grade_mitigation(problem: Problem, app: DeployedApp, cluster: ClusterH
         for i in range(len(results)):
             tg.start_soon(one, i)
     checks = [r for r in results if r is not None]
-    return MitigationGrade(passed=bool(checks) and all(c.passed for c in checks), checks=checks)
+    rerouted = await anyio.to_thread.run_sync(_rerouted, app, cluster, baseline)
+    return MitigationGrade(passed=bool(checks) and all(c.passed for c in checks) and not rerouted, checks=checks,
+                           rerouted=rerouted)
+
+
+def _rerouted(app: DeployedApp, cluster: ClusterHandle, baseline: dict[str, Any]) -> list[str]:
+    """How the app's requests reach something else than at the baseline, after every oracle's
+    window (:func:`sregym.cluster.entry_path.app_path_changes`): a stand-in behind a Service or a
+    caller's address, a copy of the faulty component included, satisfies any oracle that asks the
+    app a question while the fault stays where it was. Whatever the problem's oracles, such a
+    mitigation fails. A baseline recorded before paths were has nothing to compare with; paths
+    that cannot be read fail the grade (it cannot say the app answers its own requests)."""
+    recorded = baseline.get("paths")
+    if not recorded:
+        return []
+    try:
+        live = read_app_paths(cluster.kube, app.namespace, known=recorded.get("services") or ())
+    except ClusterError as e:
+        return [f"the app's paths could not be read: {e}"]
+    return app_path_changes(recorded, live)
 
 
 def _grade_diagnosis(problem: Problem, trajectory: Trajectory) -> DiagnosisGrade:

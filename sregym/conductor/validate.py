@@ -206,6 +206,8 @@ class _Steps:
         grade = await grade_mitigation(self.problem, ep.app, ep.cluster, ep.baseline, self.grade_window,
                                        stop_when_lost=True)
         detail = "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)
+        if grade.rerouted:
+            detail += "; rerouted: " + "; ".join(grade.rerouted[:3])
         broken = [c for c in grade.checks if c.message.startswith("oracle error")]
         if broken:  # an oracle that crashed proves nothing, whichever way the step expects
             raise RuntimeError(detail)

@@ -51,6 +51,9 @@ class DiagnosisGrade(BaseModel):
 class MitigationGrade(BaseModel):
     passed: bool
     checks: list[CheckResult] = Field(default_factory=list)
+    # how the app's requests reached something else than at the baseline when it was graded (a
+    # stand-in behind a Service or a caller's address): any entry fails the mitigation, no partial credit
+    rerouted: list[str] = Field(default_factory=list)
 
 
 class Reward(BaseModel):

@@ -74,6 +74,8 @@ def _mitigation_term(grade: MitigationGrade | None, partial: float) -> float | N
         return None
     if grade.passed:
         return 1.0
+    if grade.rerouted:  # the checks that passed were answered by a stand-in: they earned nothing
+        return 0.0
     return partial * (sum(c.passed for c in grade.checks) / len(grade.checks)) if grade.checks else 0.0
 
 

@@ -55,9 +55,25 @@ def workload_of(pod: dict, replica_sets: dict[str, dict]) -> str | None:
     return None
 
 
+def image_name(ref: str | None) -> str | None:
+    """An image reference as the runtime resolves it: ``docker.io/sregym/hotel:x`` and
+    ``sregym/hotel:x`` (``docker.io/library/redis`` and ``redis``) are one image, written two ways."""
+    if not ref:
+        return ref
+    for prefix in ("docker.io/", "index.docker.io/"):
+        if ref.startswith(prefix):
+            ref = ref[len(prefix):]
+            return ref[len("library/"):] if ref.startswith("library/") else ref
+    return ref
+
+
+def _runs(container: dict) -> dict[str, Any]:
+    return {k: image_name(container.get(k)) if k == "image" else container.get(k) for k in RUNS}
+
+
 def runs(template_spec: dict) -> dict[str, dict[str, Any]]:
     """Container name -> what it runs (image, command, args) in a pod template's spec."""
-    return {c["name"]: {k: c.get(k) for k in RUNS} for c in template_spec.get("containers") or []}
+    return {c["name"]: _runs(c) for c in template_spec.get("containers") or []}
 
 
 def entry_path(service: dict | None, slices: list[dict], pods: list[dict], replica_sets: list[dict],
@@ -101,8 +117,8 @@ def _patched(pod: dict, template: dict[str, dict[str, Any]]) -> str:
     """What a pod's containers run that its workload's template does not ('' when nothing)."""
     changed = []
     for c in (pod.get("spec") or {}).get("containers") or []:
-        want = template.get(c["name"])
-        changed += [k for k in RUNS if want is None or c.get(k) != want.get(k)]
+        want, now = template.get(c["name"]), _runs(c)
+        changed += [k for k in RUNS if want is None or now[k] != want.get(k)]
     return "/".join(dict.fromkeys(changed))
 
 

@@ -236,6 +236,15 @@ def test_a_stores_flags_tuned_are_not_a_change_but_args_given_to_an_app_are():
     assert change.startswith("Deployment/geo/geo runs another args than at the baseline"), change
 
 
+def test_the_same_image_written_with_its_registry_is_not_a_change():
+    """``kubectl set image ... rate=docker.io/sregym/hotel:x`` after an image-tag fault puts back the
+    chart's ``sregym/hotel:x``: one image, written two ways."""
+    w = world()
+    w["workloads"][2]["spec"]["template"]["spec"]["containers"][0]["image"] = f"docker.io/{IMAGE}"
+    w["pods"][2]["spec"]["containers"][0]["image"] = f"docker.io/{IMAGE}"
+    assert app_path_changes(BASELINE, paths(w)) == []
+
+
 def test_a_configmap_no_workload_reads_is_nobodys_setting():
     w = world()
     w["configmaps"].append({"metadata": {"name": "oncall-notes"}, "data": {"notes": "geo is slow; try geo-clone:8080"}})

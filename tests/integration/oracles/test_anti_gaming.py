@@ -171,7 +171,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
                 "strategy": strategy, "played": played.outcome, "fault_present": effect.present,
                 "effect": effect.evidence, "users_broken": served.present if asked else None, "served": served.evidence,
                 "passed": grade.passed, "phases": phases,
-                "checks": "; ".join(f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks)}
+                "checks": "; ".join([f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks]
+                                    + ([f"rerouted: {'; '.join(grade.rerouted[:2])}"] if grade.rerouted else []))}
     finally:
         with anyio.CancelScope(shield=True):
             for undo in played.cleanup if played else []:

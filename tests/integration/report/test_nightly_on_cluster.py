@@ -116,22 +116,36 @@ def job_ended(cluster, ns: str, name: str = "tonight") -> str:
 
 @pytest.fixture(scope="module")
 def night(cluster, tmp_path_factory):
-    """One night of the chart, run to its end; yields (namespace, outcome, job logs, results dir or None)."""
+    """One night of the chart with its defaults (``executor: jobs``), run to its end; yields (namespace,
+    outcome, job logs, results dir or None, {cell Job: (outcome, pod spec)})."""
     with nightly_release(cluster, tmp_path_factory.mktemp("nightly")) as (ns, volume):
         start_night(cluster, ns)
         outcome = eventually(lambda: job_ended(cluster, ns), timeout=600, every=5, what="the night's Job to end")
         logs = cluster.kube.kubectl("-n", ns, "logs", "job/tonight", "--tail=-1", check=False).stdout
-        yield ns, outcome, logs, volume()
+        cells = {j.metadata.name: (job_ended(cluster, ns, j.metadata.name), j.spec.template.spec)
+                 for j in cluster.kube.batch.list_namespaced_job(
+                     ns, label_selector="app.kubernetes.io/component=suite-cell").items}
+        yield ns, outcome, logs, volume(), cells
 
 
 def test_the_night_runs_the_suite_inside_the_cluster_and_ends_well(night):
-    _, outcome, logs, _ = night
+    _, outcome, logs, _, _ = night
     assert outcome == "Complete", logs[-3000:]
     assert "Traceback" not in logs, logs[-3000:]
 
 
+def test_by_default_the_night_runs_its_cell_as_a_job_of_its_own_in_the_nodes_network(night):
+    """The chart's defaults (``executor: jobs``, ``jobs.hostNetwork: true``), live: the suite's one cell
+    ran as a Job of its own in the release namespace, which completed."""
+    _, _, logs, _, cells = night
+    assert [outcome for outcome, _ in cells.values()] == ["Complete"], (cells.keys(), logs[-3000:])
+    (spec,) = [spec for _, spec in cells.values()]
+    assert spec.host_network is True
+    assert spec.containers[0].command == ["sregym", "suite", "cell"]
+
+
 def test_records_report_and_leaderboard_land_on_the_results_volume(night, cluster):
-    _, _, logs, results = night
+    _, _, logs, results, _ = night
     if results is None:
         pytest.skip("reading the volume from this host needs the local cluster")
     records = [RunRecord.model_validate_json(p.read_text()) for p in (results / "runs").glob("tiny-*/**/*.json")
@@ -172,10 +186,8 @@ def test_a_night_killed_with_its_cell_mid_fault_is_undone_and_rerun_by_the_next_
     for good), a new Job from the CronJob (``next_night``: its clean-cells step and the resumed suite)."""
     if local_socket(cluster) is None:
         pytest.skip("the cell's processes are killed from the node: the local cluster only")
-    values = {"executor": "jobs", "parallel": 1, "retryErrors": True, "backoffLimit": 1 if next_run == "retry" else 0,
-              "jobs": {"hostNetwork": True, "overheadSeconds": 240,
-                       "resources": {"requests": {"cpu": "100m", "memory": "256Mi"}, "limits": {"memory": "2Gi"}}}}
-    with nightly_release(cluster, tmp_path, **values) as (ns, volume):
+    # the rest is the chart's defaults: executor jobs, jobs.hostNetwork, retryErrors, parallel 1
+    with nightly_release(cluster, tmp_path, backoffLimit=1 if next_run == "retry" else 0) as (ns, volume):
         start_night(cluster, ns)
         results = eventually(volume, timeout=120, every=1, what="the results volume to be bound")
 

@@ -226,32 +226,44 @@ def test_the_runbook_bandit_example_learns_on_live_episodes(cluster, tmp_path):
     results = example.main(["--episodes", "6", "--epsilon", "0", "--out", str(tmp_path),
                             "--kubeconfig", str(cluster.kubeconfig)])
     bandit, pick = results["bandit"], results["random pick"]
-    # four entries, each tried once; then the one that mitigated, every time
+    # entries tried until one paid more than the optimism (four at most); then that one, every time
     assert [r["mitigated"] for r in bandit[4:]] == [True, True]
     assert sum(r["return"] for r in bandit) > sum(r["return"] for r in pick)
     assert (tmp_path / "returns.png").is_file()
     assert greeting(cluster) == "hello"
 
 
-def test_the_runbook_bandit_learns_on_live_episodes_of_a_lite_problem(cluster, tmp_path):
-    """The example's loop in CI, on the lite suite's hotel_geo_selector_mismatch: two entries (the
-    fix, and looking), three episodes a policy. The bandit tries each entry once, then keeps to the
-    one that paid; the random pick (seeded: it looks twice, then fixes) earns less."""
+def test_the_runbook_bandit_learns_each_alerts_fix_on_live_episodes_of_the_lite_suite(cluster, tmp_path):
+    """The example's loop in CI, on two problems of the lite suite in turn (hotel_geo_selector_mismatch,
+    hotel_rate_bad_image_tag: one app, so fast reset between them), four episodes a policy. The
+    runbook holds one fix per incident and offers both on every alert; the bandit keeps a table per
+    alert, so whatever it tries first on an alert, its second episode of that alert plays the fix;
+    the random pick (seeded: one fix in four) earns less."""
     import importlib.util
 
     spec = importlib.util.spec_from_file_location("runbook_bandit", Path(__file__).parents[3] / "examples" / "runbook_bandit.py")
     example = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(example)
     t0 = time.monotonic()
-    results = example.main(["--incident", "lite", "--episodes", "3", "--epsilon", "0", "--out", str(tmp_path),
+    results = example.main(["--incidents", "lite", "--episodes", "4", "--epsilon", "0", "--out", str(tmp_path),
                             "--kubeconfig", str(cluster.kubeconfig)])
-    print(f"lite bandit: 6 live episodes in {time.monotonic() - t0:.0f}s")
+    print(f"lite bandit: 8 live episodes in {time.monotonic() - t0:.0f}s")
     bandit, pick = results["bandit"], results["random pick"]
-    fix = "restore the geo Service's selector"
-    assert sorted(r["entry"] for r in bandit[:2]) == sorted(example.runbook("hotel-reservation", "lite"))
-    assert bandit[2]["entry"] == fix and bandit[2]["mitigated"] is True  # learned: the entry that paid
-    assert all(r["mitigated"] == (r["entry"] == fix) for r in bandit + pick)  # the fix mitigates, looking does not
+    lite = example.INCIDENT_SETS["lite"]["problems"]
+    fix = {"hotel_geo_selector_mismatch": "restore the geo Service's selector",
+           "hotel_rate_bad_image_tag": "set rate's image to its siblings'"}
+    assert [r["problem"] for r in bandit] == [lite[i % 2] for i in range(4)] and set(lite) == set(fix)
+    # each incident's fix mitigates it, the other incident's fix does not
+    assert all(r["mitigated"] == (r["entry"] == fix[r["problem"]]) for r in bandit + pick)
+    for problem in lite:  # learned, per alert: its second episode plays the entry that paid there
+        first, second = [r for r in bandit if r["problem"] == problem]
+        assert second["entry"] == fix[problem] and second["mitigated"] is True
+        assert first["alert"] == second["alert"]
+    assert bandit[0]["alert"] != bandit[1]["alert"]  # two alerts, two tables
     assert sum(r["return"] for r in bandit) > sum(r["return"] for r in pick)
     assert (tmp_path / "returns.png").is_file()
     svc = cluster.kube.core.read_namespaced_service("geo", "hotel-reservation")
     assert svc.spec.selector == {"app.kubernetes.io/name": "geo", "app.kubernetes.io/instance": "hotel-reservation"}
+    images = {d: cluster.kube.apps.read_namespaced_deployment(d, "hotel-reservation").spec.template.spec.containers[0].image
+              for d in ("rate", "search")}
+    assert images["rate"] == images["search"] and ":2.4.1" not in images["rate"]

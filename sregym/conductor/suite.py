@@ -395,7 +395,8 @@ class SuiteRunner:
         """Note one finished cell (run in ``namespace``); returns the error when it failed."""
         took = time.monotonic() - started
         if isinstance(outcome, BaseException):
-            if self._indexed_runs(cell) == before:  # the engine wrote no record: write the error cell
+            # the engine wrote no record, or one that does not say what ended it: write the error cell
+            if self._indexed_runs(cell) == before or getattr(outcome, "supersedes_record", False):
                 problem = self.problems[cell.problem]  # as it ran: in its slot namespace
                 problem = with_namespace(problem, namespace) if namespace else problem
                 write_record(_error_record(problem, cell, self.suite, outcome, took), self.out_dir)

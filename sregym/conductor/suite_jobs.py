@@ -45,7 +45,12 @@ CELLS_DIR = "cells"  # <out>/cells/<job>/{settings.json,state/}
 
 class CellEndedByKubernetes(RuntimeError):
     """Kubernetes ended the cell's Job (its deadline passed, or its pod was lost) before the cell's
-    pod wrote a record."""
+    pod wrote a record, or after it recorded the deadline's SIGTERM as an interrupt (``aborted``):
+    then ``supersedes_record``, and the suite writes the error record after the pod's."""
+
+    def __init__(self, message: str, *, supersedes_record: bool = False) -> None:
+        super().__init__(message)
+        self.supersedes_record = supersedes_record
 
 
 class CellFailed(RuntimeError):
@@ -284,14 +289,19 @@ class JobCellRunner:
             # the pod was stopped before it could recover (deadline) or lost: its faults may be there
             self._wait_pods_gone(kube, name)
             errors = clean_cell_state(kube, state_dir)
-        if record is not None:  # the pod ran the cell (and may have been ended just after its record)
+        # activeDeadlineSeconds ends the pod with SIGTERM first: the cell takes it as an interrupt,
+        # recovers, and records itself "aborted", which alone would not say its time budget ended it
+        cut = record is not None and record.status == "aborted" and kind != "Complete"
+        if record is not None and not cut:  # the pod ran the cell (and may have been ended just after its record)
             if record.status == "error":
                 raise CellFailed(record.error or "the cell ended in an error")
             return record
         message = kubernetes_ended(reason, when, manifest["spec"]["activeDeadlineSeconds"])
+        if cut:
+            message += f"; its pod recorded the run as aborted ({record.run_id})"
         if errors:
             message += f" (cleanup incomplete: {'; '.join(errors)}; run `sregym cleanup` with SREGYM_STATE={state_dir})"
-        raise CellEndedByKubernetes(message)
+        raise CellEndedByKubernetes(message, supersedes_record=cut)
 
     # -- waiting on the API ------------------------------------------------------------------------
 

@@ -45,8 +45,9 @@ class FakeCluster:
     reason Kubernetes ends its Job with instead (``DeadlineExceeded``, ``PodLost``)."""
 
     def __init__(self, *, polls: int = 2, ended: dict[str, str] | None = None,
-                 on_create=None, errors: frozenset[str] = frozenset()):
+                 on_create=None, errors: frozenset[str] = frozenset(), cut: frozenset[str] = frozenset()):
         self.errors = errors  # problem ids whose cell the pod records as an error
+        self.cut = cut  # problem ids whose pod records "aborted" (its SIGTERM), then the deadline ends the Job
         self.jobs: dict[str, dict] = {}
         self.left: dict[str, int] = {}
         self.polls, self.ended = polls, ended or {}
@@ -98,9 +99,12 @@ class FakeCluster:
                         noise=settings.noise, difficulty="easy", versions=Versions(sregym="0.1.0"))
         if pid in self.errors:
             rec.status, rec.error = "error", "fault did not take effect"
+        if pid in self.cut:
+            rec.status = "aborted"
         write_record(rec, Path(arg(args, "--out")))
-        job["status"] = {"conditions": [{"type": "Failed" if pid in self.errors else "Complete", "status": "True",
-                                         "reason": "BackoffLimitExceeded"}]}
+        job["status"] = {"conditions": [{"type": "Failed" if pid in self.errors | self.cut else "Complete",
+                                         "status": "True", "lastTransitionTime": "2026-11-26T02:00:00Z",
+                                         "reason": "DeadlineExceeded" if pid in self.cut else "BackoffLimitExceeded"}]}
 
     def read_namespaced_job(self, name, ns):
         if name not in self.jobs:
@@ -308,6 +312,20 @@ def test_a_cell_kubernetes_ended_is_an_error_record_saying_so_and_its_journal_is
         in record.error and says in record.error
     assert not any(open_journals(d / "state" / "journal") for d in (tmp_path / "cells").iterdir())
     assert record.namespace == "a"  # where the cell ran
+
+
+def test_a_cell_cut_by_its_deadline_after_its_pod_recorded_the_interrupt_says_the_deadline_did_it(tmp_path):
+    """activeDeadlineSeconds ends a pod with SIGTERM first: the cell takes it as Ctrl-C, recovers, and
+    records itself ``aborted``. That record alone would not say that the cell's time budget ended it."""
+    from sregym.report.records import load_records
+
+    summary = suite(tmp_path, FakeCluster(cut=frozenset({"p1"})), [problem("p1", app="a")], seeds=(0,),
+                    max_consecutive_errors=9).run()
+    assert summary.statuses == {"error": 1}
+    [record] = load_records([tmp_path])  # the latest line of the cell: the suite's, after the pod's
+    assert record.status == "error" and "activeDeadlineSeconds" in record.error, record.error
+    assert "its pod recorded the run as aborted (r-" in record.error, record.error
+    assert [e["status"] for e in read_index(tmp_path)] == ["aborted", "error"]
 
 
 def test_an_error_record_names_the_slot_namespace_the_cell_ran_in(tmp_path):

@@ -142,6 +142,41 @@ def scale_up_stopped(b: Board) -> Played:
     return Played(f"scaled to 1: {', '.join(scaled)}" if scaled else "nothing was at zero replicas")
 
 
+REVISION = "deployment.kubernetes.io/revision"
+
+
+def _owner(obj: dict) -> str | None:
+    return next((o["uid"] for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
+
+
+def earlier_revisions(workloads: list[dict], replicasets: list[dict], controller_revisions: list[dict]) -> list[str]:
+    """The revisions ``kubectl rollout undo`` could go back to, as ``kind/name``: each Deployment's
+    ReplicaSets but its current one (those at zero replicas: one still running pods belongs to a
+    rollout under way), each StatefulSet's ControllerRevisions but its current and update ones.
+    On an install that earlier cells played on, they are those cells' faulty templates."""
+    deployments = {w["metadata"]["uid"]: (w["metadata"].get("annotations") or {}).get(REVISION)
+                   for w in workloads if w["kind"] == "Deployment"}
+    statefulsets = {w["metadata"]["uid"]: {(w.get("status") or {}).get(k) for k in ("currentRevision", "updateRevision")}
+                    for w in workloads if w["kind"] == "StatefulSet"}
+    out = [f"replicaset/{rs['metadata']['name']}" for rs in replicasets
+           if _owner(rs) in deployments
+           and (rs["metadata"].get("annotations") or {}).get(REVISION) != deployments[_owner(rs)]
+           and not rs["spec"].get("replicas") and not (rs.get("status") or {}).get("replicas")]
+    out += [f"controllerrevision/{cr['metadata']['name']}" for cr in controller_revisions
+            if _owner(cr) in statefulsets and cr["metadata"]["name"] not in statefulsets[_owner(cr)]]
+    return out
+
+
+def forget_earlier_revisions(kube, ns: str) -> list[str]:
+    """Give every workload of ``ns`` the history a fresh install has (its current revision only),
+    so that ``rollout_undo`` can go back to this cell's fault's revision and no earlier cell's."""
+    gone = earlier_revisions(workloads(kube, ns), get_json(kube, "get", "replicasets", "-n", ns)["items"],
+                             get_json(kube, "get", "controllerrevisions", "-n", ns)["items"])
+    if gone:
+        kube.kubectl("delete", *gone, "-n", ns, "--wait=false", "--ignore-not-found")
+    return gone
+
+
 def rollout_undo(b: Board) -> Played:
     undone = []
     for w in workloads(b.kube, b.ns):

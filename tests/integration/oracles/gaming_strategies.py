@@ -188,10 +188,12 @@ def rollout_undo(b: Board) -> Played:
 
 def helm_rollback(b: Board) -> Played:
     """Roll the release back to the revision Helm last deployed (a three-way merge puts back what
-    drifted from its manifest)."""
+    drifted from its manifest). As an agent types it, without ``--wait``: the rollouts then get the
+    settle every strategy gets (``play``). With ``--wait --timeout 120s`` every cell whose fault
+    outlived the rollback waited 120 s for a workload that never got ready, then 30 s more in the
+    settle (150 s of a 176-256 s cell, measured on 2026-11-27)."""
     release = release_of(b.kube, b.ns)
-    helm(b.kube, "rollback", release["name"], str(release["revision"]), "-n", b.ns, "--wait", "--timeout", "120s",
-         check=False)
+    helm(b.kube, "rollback", release["name"], str(release["revision"]), "-n", b.ns, check=False)
     return Played(f"rolled back {release['name']} to revision {release['revision']}")
 
 

@@ -62,16 +62,42 @@ def workloads(kube, ns: str) -> list[dict]:
     return out
 
 
-def wait_settled(kube, ns: str, timeout: int = 60) -> None:
-    """Give every rollout up to ``timeout`` seconds (a faulty one may never finish), side by side:
-    one after another, each faulty workload added its own ``timeout``."""
-    def status(w: dict) -> None:
-        kube.kubectl("rollout", "status", f"{w['kind'].lower()}/{w['metadata']['name']}", "-n", ns,
-                     f"--timeout={timeout}s", check=False, timeout=timeout + 30)
+def wait_settled(kube, ns: str, timeout: int = 60, refs: list[str] | None = None) -> None:
+    """Give every rollout (``refs``: only these ``kind/name``) up to ``timeout`` seconds (a faulty
+    one may never finish), side by side: one after another, each faulty workload added its own
+    ``timeout``."""
+    def status(ref: str) -> None:
+        kube.kubectl("rollout", "status", ref, "-n", ns, f"--timeout={timeout}s", check=False, timeout=timeout + 30)
 
-    items = workloads(kube, ns)
-    with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
-        list(pool.map(status, items))
+    items = refs if refs is not None else [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in workloads(kube, ns)]
+    if items:
+        with ThreadPoolExecutor(max_workers=len(items)) as pool:
+            list(pool.map(status, items))
+
+
+@dataclass
+class Snapshot:
+    """What a strategy can change that a settle waits for: each workload's ``kind/name`` ->
+    (uid, generation), and the uids of the namespace's pods."""
+
+    workloads: dict[str, tuple[str, int]]
+    pods: set[str]
+
+
+def snapshot(kube, ns: str) -> Snapshot:
+    return Snapshot({f"{w['kind'].lower()}/{w['metadata']['name']}":
+                     (w["metadata"]["uid"], w["metadata"].get("generation", 0)) for w in workloads(kube, ns)},
+                    {p["metadata"]["uid"] for p in get_json(kube, "get", "pods", "-n", ns)["items"]})
+
+
+def to_settle(before: Snapshot, after: Snapshot) -> list[str]:
+    """The workloads a strategy's changes may still be rolling out: every one when a pod that ran
+    before is gone (its replacement must come up), else those it created, recreated or changed the
+    spec of (a new uid or generation). One it did not touch has nothing to settle from it: waiting
+    for it only waited out the fault (a workload the fault keeps unready never settles)."""
+    if before.pods - after.pods:
+        return sorted(after.workloads)
+    return sorted(ref for ref, version in after.workloads.items() if before.workloads.get(ref) != version)
 
 
 def own_spec(obj: dict) -> dict:
@@ -463,7 +489,8 @@ def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "",
          lag: float = 0.0) -> Played:
     """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds; ``lag``:
     how long the problem's oracles lag the system (see ``Board``)."""
+    before = snapshot(kube, ns)
     played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag))
     if strategy != "do_nothing" and not played.refused:
-        wait_settled(kube, ns, settle)
+        wait_settled(kube, ns, settle, to_settle(before, snapshot(kube, ns)))
     return played

@@ -350,8 +350,10 @@ def _redis_takes_writes(kube, ns: str, fault) -> Effect:
     """A write to the target Redis, from inside its own container with its own password, is refused
     (a server started with a bad memory limit or policy still answers a ping, and rewrites its
     process title, so neither a ping nor its command line says whether the flags still hold)."""
-    script = ('redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning set healthcheck ok && '
-              'redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning del healthcheck')
+    # two writes a moment apart, then the delete: Redis answers OK to a write before its append to
+    # the file system fails, and refuses the next ones with MISCONF (a full volume)
+    cli = 'redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning'
+    script = f"{cli} set healthcheck ok; sleep 2; {cli} set healthcheck ok; {cli} del healthcheck"
     seen = []
     for p in _pods(kube, ns, fault.target.name):
         c = next(c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"]))
@@ -360,9 +362,17 @@ def _redis_takes_writes(kube, ns: str, fault) -> Effect:
                             check=False, timeout=60)
         answer = (proc.stdout.strip() or proc.stderr.strip())[:160]
         seen.append(f"{p['metadata']['name']}: {answer!r}")
-        if not proc.stdout.startswith("OK"):
+        if proc.stdout.split()[:3] != ["OK", "OK", "1"]:
             return Effect(True, "; ".join(seen))
     return Effect(False, "; ".join(seen) or f"no running pod of {fault.target.name}")
+
+
+def _serves_redis(kube, ns: str, fault) -> bool:
+    """Whether the target's container serves Redis (its first port is Redis's)."""
+    for p in _pods(kube, ns, fault.target.name)[:1]:
+        c = next((c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"])), {})
+        return PORT_KINDS.get(((c.get("ports") or [{}])[0]).get("containerPort")) == "redis"
+    return False
 
 
 def _users_of(kube, ns: str, name: str) -> list[str]:
@@ -455,6 +465,10 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
     if inj == "resource_limits":
         return _limits(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
+        return _redis_takes_writes(kube, ns, fault)
+    if inj == "disk_full" and _serves_redis(kube, ns, fault):
+        # Redis on a full volume still answers a ping until it tries to append (measured: the
+        # check asked whether it answers and called the fault cured with /data 100% full)
         return _redis_takes_writes(kube, ns, fault)
     if inj == "container_port":
         return _declared_ports_answer(kube, ns, problem, fault)

@@ -130,3 +130,47 @@ def test_a_new_pod_admitted_and_the_service_serving_is_cured(limit_range_fault):
     problem, fault = limit_range_fault
     effect = fault_effects.one_effect(FakeKube(None), "hotel-reservation-gaming", problem, fault)
     assert not effect.present, effect.evidence
+
+
+# Measured: ``shop_redis_disk_full`` x ``do_nothing`` was called cured (the check asked whether
+# shop-redis answers, and it answered -NOAUTH to an unauthenticated ping) while /data stood 100%
+# full: Redis takes a write into memory and answers OK, and refuses the next ones with MISCONF once
+# its append to the full file system failed. A volume it cannot append to is what users feel.
+REDIS = {"metadata": {"name": "shop-redis-0"}, "status": {"phase": "Running"},
+         "spec": {"containers": [{"name": "redis", "ports": [{"containerPort": 6379}]}]}}
+
+
+class RedisKube:
+    """``kubectl exec`` into the Redis container: what redis-cli prints for the check's script."""
+
+    def __init__(self, printed: str):
+        self.printed, self.scripts = printed, []
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        assert args[0] == "exec", args
+        self.scripts.append(args[args.index("-c", 3) + 1:])
+        return subprocess.CompletedProcess(args, 0, self.printed, "")
+
+
+@pytest.fixture
+def disk_full_fault(monkeypatch):
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
+                        fault_effects.Effect(False, f"redis {s}:6379: -NOAUTH Authentication required."))
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [REDIS] if w == "shop-redis" else [])
+    problem = load_catalog().problems["shop_redis_disk_full"].problem
+    return problem, problem.faults[0]
+
+
+def test_a_redis_that_took_one_write_and_refuses_the_next_is_not_cured(disk_full_fault):
+    problem, fault = disk_full_fault
+    kube = RedisKube("OK\nMISCONF Errors writing to the AOF file: No space left on device\n"
+                     "MISCONF Errors writing to the AOF file: No space left on device\n")
+    effect = fault_effects.one_effect(kube, "online-shop-gaming", problem, fault)
+    assert effect.present, effect.evidence
+    assert "MISCONF" in effect.evidence
+
+
+def test_a_redis_that_keeps_taking_writes_is_cured(disk_full_fault):
+    problem, fault = disk_full_fault
+    effect = fault_effects.one_effect(RedisKube("OK\nOK\n1\n"), "online-shop-gaming", problem, fault)
+    assert not effect.present, effect.evidence

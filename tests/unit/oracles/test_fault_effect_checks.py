@@ -106,12 +106,16 @@ class FakeKube:
                                            self.refusal or "")
 
 
+def answering_fault(monkeypatch, problem_id: str, answer: str) -> tuple:
+    """The problem's first fault, with every Service answering ``answer`` (the check's old ground)."""
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False: fault_effects.Effect(False, answer))
+    problem = load_catalog().problems[problem_id].problem
+    return problem, problem.faults[0]
+
+
 @pytest.fixture
 def limit_range_fault(monkeypatch):
-    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
-                        fault_effects.Effect(False, f"http {s}:8080: HTTP 200 /readyz"))
-    problem = load_catalog().problems["hotel_user_limit_range"].problem
-    return problem, problem.faults[0]
+    return answering_fault(monkeypatch, "hotel_user_limit_range", "http user:8080: HTTP 200 /readyz")
 
 
 def test_a_workload_running_while_its_next_pod_is_refused_is_not_cured(limit_range_fault):
@@ -154,11 +158,8 @@ class RedisKube:
 
 @pytest.fixture
 def disk_full_fault(monkeypatch):
-    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
-                        fault_effects.Effect(False, f"redis {s}:6379: -NOAUTH Authentication required."))
     monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [REDIS] if w == "shop-redis" else [])
-    problem = load_catalog().problems["shop_redis_disk_full"].problem
-    return problem, problem.faults[0]
+    return answering_fault(monkeypatch, "shop_redis_disk_full", "redis shop-redis:6379: -NOAUTH Authentication required.")
 
 
 def test_a_redis_that_took_one_write_and_refuses_the_next_is_not_cured(disk_full_fault):

@@ -162,16 +162,13 @@ def disk_full_fault(monkeypatch):
     return answering_fault(monkeypatch, "shop_redis_disk_full", "redis shop-redis:6379: -NOAUTH Authentication required.")
 
 
-def test_a_redis_that_took_one_write_and_refuses_the_next_is_not_cured(disk_full_fault):
-    problem, fault = disk_full_fault
-    kube = RedisKube("OK\nMISCONF Errors writing to the AOF file: No space left on device\n"
-                     "MISCONF Errors writing to the AOF file: No space left on device\n")
-    effect = fault_effects.one_effect(kube, "online-shop-gaming", problem, fault)
-    assert effect.present, effect.evidence
-    assert "MISCONF" in effect.evidence
+MISCONF = "MISCONF Errors writing to the AOF file: No space left on device\n"
 
 
-def test_a_redis_that_keeps_taking_writes_is_cured(disk_full_fault):
-    problem, fault = disk_full_fault
-    effect = fault_effects.one_effect(RedisKube("OK\nOK\n1\n"), "online-shop-gaming", problem, fault)
-    assert not effect.present, effect.evidence
+@pytest.mark.parametrize(("printed", "present"), [
+    ("OK\n" + MISCONF + MISCONF, True),   # took one write, refuses the next: the volume is still full
+    ("OK\nOK\n1\n", False),              # keeps taking writes: cured
+])
+def test_a_redis_volume_is_cured_only_when_redis_keeps_taking_writes(disk_full_fault, printed, present):
+    effect = fault_effects.one_effect(RedisKube(printed), "online-shop-gaming", *disk_full_fault)
+    assert (effect.present, "MISCONF" in effect.evidence) == (present, present), effect.evidence

@@ -11,6 +11,7 @@ what the matrix covers: every primitive that a problem uses, by layer.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -346,6 +347,22 @@ def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | Non
     return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
 
 
+def _stored_setting(kube, ns: str, fault, running: Effect) -> Effect:
+    """The ConfigMap or Secret still holds the bad value: the next pod of its users reads it, however
+    the running ones started (measured: ``rollout_undo`` sent api back to the ReplicaSet before the
+    fault's restart, whose pod still ran with the old value while the ConfigMap said the bad one)."""
+    t, key, value = fault.target, fault.params["key"], fault.params.get("value")
+    try:
+        data = get_json(kube, "get", t.kind.lower(), t.name, "-n", ns).get("data") or {}
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{t.kind}/{t.name} is gone: {e.stderr.strip()[:120]}; {running.evidence}")
+    stored = data.get(key)
+    if stored is not None and t.kind == "Secret":
+        stored = base64.b64decode(stored).decode(errors="replace")
+    where = f"{t.kind}/{t.name} {key}={stored!r}"
+    return Effect(stored == value, f"{running.evidence}; {where}" + (" (the next pod reads it)" if stored == value else ""))
+
+
 def _redis_takes_writes(kube, ns: str, fault) -> Effect:
     """A write to the target Redis, from inside its own container with its own password, is refused
     (a server started with a bad memory limit or policy still answers a ping, and rewrites its
@@ -461,7 +478,8 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
     if inj == "config_value":
         users = p.get("restart") or _users_of(kube, ns, fault.target.name)
-        return _env_in_pods(kube, ns, users, p["key"], p.get("value"))
+        running = _env_in_pods(kube, ns, users, p["key"], p.get("value"))
+        return running if running.present else _stored_setting(kube, ns, fault, running)
     if inj == "resource_limits":
         return _limits(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):

@@ -172,3 +172,37 @@ MISCONF = "MISCONF Errors writing to the AOF file: No space left on device\n"
 def test_a_redis_volume_is_cured_only_when_redis_keeps_taking_writes(disk_full_fault, printed, present):
     effect = fault_effects.one_effect(RedisKube(printed), "online-shop-gaming", *disk_full_fault)
     assert (effect.present, "MISCONF" in effect.evidence) == (present, present), effect.evidence
+
+
+# Measured: ``shop_concurrent_pool_leak_and_worker_queue`` x ``rollout_undo`` sent api back to the
+# ReplicaSet before the fault's restart, whose pod (started before the ConfigMap turned bad) still
+# ran: the check read CART_PRICE_REFRESH=false in every running api container and called the fault
+# gone, while shop-settings still said true and api's next pod reads it.
+API = {"metadata": {"name": "api-6c9dcf958b-775j6"}, "status": {"phase": "Running"},
+       "spec": {"containers": [{"name": "api"}]}}
+
+
+class SettingsKube:
+    """``printenv`` in the running api container, and shop-settings as the API server holds it."""
+
+    def __init__(self, running: str, stored: str):
+        self.running, self.stored = running, stored
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "exec":
+            return subprocess.CompletedProcess(args, 0, self.running + "\n", "")
+        assert args[:3] == ("get", "configmap", "shop-settings"), args
+        return subprocess.CompletedProcess(args, 0, json.dumps({"data": {"CART_PRICE_REFRESH": self.stored}}), "")
+
+
+@pytest.mark.parametrize(("running", "stored", "present"), [
+    ("false", "true", True),    # old pods run, the ConfigMap still holds the bad value
+    ("true", "true", True),     # the pods read it
+    ("false", "false", False),  # put back, and no pod runs with it
+])
+def test_a_bad_setting_is_gone_only_from_both_the_pods_and_the_configmap(monkeypatch, running, stored, present):
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [API] if w == "api" else [])
+    problem = load_catalog().problems["shop_concurrent_pool_leak_and_worker_queue"].problem
+    fault = next(f for f in problem.faults if f.injector == "config_value")
+    effect = fault_effects.one_effect(SettingsKube(running, stored), "online-shop-gaming", problem, fault)
+    assert effect.present == present, effect.evidence

@@ -347,6 +347,24 @@ def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | Non
     return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
 
 
+def _template_env(kube, ns: str, fault, running: Effect) -> Effect:
+    """The workload's pod template still gives the container the bad value (or lacks the entry the
+    fault removed): its next pod gets it, whatever the running ones (an old ReplicaSet's pod of a
+    stalled rollout) started with."""
+    t, name, value = fault.target, fault.params["name"], fault.params.get("value")
+    try:
+        w = get_json(kube, "get", t.kind.lower(), t.name, "-n", ns)
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{t.kind}/{t.name} is gone: {e.stderr.strip()[:120]}; {running.evidence}")
+    containers = w["spec"]["template"]["spec"]["containers"]
+    c = next((c for c in containers if c["name"] == (t.container or containers[0]["name"])), containers[0])
+    entry = next((e for e in c.get("env") or [] if e["name"] == name), None)
+    bad = entry is None if value is None else (entry or {}).get("value") == value
+    shown = "no entry" if entry is None else entry.get("value", "from " + ", ".join(entry.get("valueFrom", {})))
+    return Effect(bad, f"{running.evidence}; template of {t.kind}/{t.name}: {name}: {shown}"
+                       + (" (the next pod gets it)" if bad else ""))
+
+
 def _stored_setting(kube, ns: str, fault, running: Effect) -> Effect:
     """The ConfigMap or Secret still holds the bad value: the next pod of its users reads it, however
     the running ones started (measured: ``rollout_undo`` sent api back to the ReplicaSet before the
@@ -475,7 +493,8 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
     if inj == "packet_loss":
         return serves(kube, ns, _target_service(problem, fault), many=True)
     if inj == "env_var":
-        return _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
+        running = _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
+        return running if running.present else _template_env(kube, ns, fault, running)
     if inj == "config_value":
         users = p.get("restart") or _users_of(kube, ns, fault.target.name)
         running = _env_in_pods(kube, ns, users, p["key"], p.get("value"))

@@ -206,3 +206,33 @@ def test_a_bad_setting_is_gone_only_from_both_the_pods_and_the_configmap(monkeyp
     fault = next(f for f in problem.faults if f.injector == "config_value")
     effect = fault_effects.one_effect(SettingsKube(running, stored), "online-shop-gaming", problem, fault)
     assert effect.present == present, effect.evidence
+
+
+# The same stalled rollout as the container port's, for an env entry: geo's template without
+# DB_PASSWORD makes a pod that crashes (``printenv`` cannot run in it), while the old ReplicaSet's
+# pod, started with the password, still runs. Its env says nothing of what geo's next pod gets.
+GEO_OLD = {"metadata": {"name": "geo-old-aaaaa"}, "status": {"phase": "Running"},
+           "spec": {"containers": [{"name": "geo"}]}}
+SECRET_REF = {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "hotel-db", "key": "password"}}}
+
+
+class GeoKube:
+    """``printenv`` in the old geo pod (it has the password), and geo's Deployment with ``env``."""
+
+    def __init__(self, env: list[dict]):
+        self.env = env
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "exec":
+            return subprocess.CompletedProcess(args, 0, "hotel-db-2f8a61\n", "")
+        assert args[:3] == ("get", "deployment", "geo"), args
+        return subprocess.CompletedProcess(args, 0, json.dumps({"spec": {"template": {"spec": {"containers": [
+            {"name": "geo", "env": self.env}]}}}}), "")
+
+
+@pytest.mark.parametrize(("env", "present"), [([], True), ([SECRET_REF], False)])
+def test_an_env_entry_is_gone_from_the_fault_only_when_the_template_has_it_back(monkeypatch, env, present):
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [GEO_OLD] if w == "geo" else [])
+    problem = load_catalog().problems["hotel_geo_missing_db_password"].problem
+    effect = fault_effects.one_effect(GeoKube(env), "hotel-reservation-gaming", problem, problem.faults[0])
+    assert effect.present == present, effect.evidence

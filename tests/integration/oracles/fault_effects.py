@@ -378,7 +378,8 @@ def _stored_setting(kube, ns: str, fault, running: Effect) -> Effect:
     if stored is not None and t.kind == "Secret":
         stored = base64.b64decode(stored).decode(errors="replace")
     where = f"{t.kind}/{t.name} {key}={stored!r}"
-    return Effect(stored == value, f"{running.evidence}; {where}" + (" (the next pod reads it)" if stored == value else ""))
+    return Effect(stored == value,
+                  f"{running.evidence}; {where}" + (" (the next pod reads it)" if stored == value else ""))
 
 
 def _redis_takes_writes(kube, ns: str, fault) -> Effect:
@@ -400,6 +401,34 @@ def _redis_takes_writes(kube, ns: str, fault) -> Effect:
         if proc.stdout.split()[:3] != ["OK", "OK", "1"]:
             return Effect(True, "; ".join(seen))
     return Effect(False, "; ".join(seen) or f"no running pod of {fault.target.name}")
+
+
+# a volume this full is still the fault (it fills it to 100%), whatever a process on it answers
+FULL_PERCENT = 90
+
+
+def _volume_full(kube, ns: str, fault) -> Effect:
+    """The target's volume is still (nearly) full, by ``df`` in its container; or, where Redis
+    serves from it, Redis refuses writes. Redis on a full volume answers a ping until it tries to
+    append (measured: the check asked whether it answers and called the fault cured with /data 100%
+    full), and a fresh Redis takes a few writes into its file's last page (measured after a restart
+    re-filled the new pod's volume): neither alone says the volume has room again."""
+    t, path = fault.target, fault.params["path"]
+    seen = []
+    for p in _pods(kube, ns, t.name):
+        containers = p["spec"]["containers"]
+        c = next((c for c in containers if c["name"] == (t.container or c["name"])), containers[0])
+        proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "df", "-P", path,
+                            check=False, timeout=60)
+        rows = proc.stdout.strip().splitlines()
+        used = rows[-1].split()[4] if len(rows) > 1 and len(rows[-1].split()) > 4 else "?"
+        seen.append(f"{p['metadata']['name']}: {path} {used} used")
+        if not used.rstrip("%").isdigit() or int(used.rstrip("%")) >= FULL_PERCENT:
+            return Effect(True, "; ".join(seen))
+    if not seen:
+        return Effect(True, f"no running pod of {t.name}")
+    writes = _redis_takes_writes(kube, ns, fault) if _serves_redis(kube, ns, fault) else Effect(False, "")
+    return Effect(writes.present, "; ".join([*seen, writes.evidence] if writes.evidence else seen))
 
 
 def _serves_redis(kube, ns: str, fault) -> bool:
@@ -503,10 +532,8 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _limits(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
         return _redis_takes_writes(kube, ns, fault)
-    if inj == "disk_full" and _serves_redis(kube, ns, fault):
-        # Redis on a full volume still answers a ping until it tries to append (measured: the
-        # check asked whether it answers and called the fault cured with /data 100% full)
-        return _redis_takes_writes(kube, ns, fault)
+    if inj == "disk_full":
+        return _volume_full(kube, ns, fault)
     if inj == "container_port":
         return _declared_ports_answer(kube, ns, problem, fault)
     if inj == "resource_quota":

@@ -145,14 +145,19 @@ REDIS = {"metadata": {"name": "shop-redis-0"}, "status": {"phase": "Running"},
 
 
 class RedisKube:
-    """``kubectl exec`` into the Redis container: what redis-cli prints for the check's script."""
+    """``kubectl exec`` into the Redis container: what redis-cli prints for the check's script, and
+    what ``df`` says of its volume."""
 
-    def __init__(self, printed: str):
-        self.printed, self.scripts = printed, []
+    def __init__(self, printed: str, used: str = "40%"):
+        self.printed, self.used, self.scripts = printed, used, []
 
     def kubectl(self, *args, input=None, check=True, timeout=None):
         assert args[0] == "exec", args
-        self.scripts.append(args[args.index("-c", 3) + 1:])
+        command = args[args.index("--") + 1:]
+        self.scripts.append(command)
+        if command[0] == "df":
+            return subprocess.CompletedProcess(args, 0, "Filesystem 1024-blocks Used Available Capacity Mounted on\n"
+                                                        f"tmpfs 65536 65536 0 {self.used} /data\n", "")
         return subprocess.CompletedProcess(args, 0, self.printed, "")
 
 
@@ -236,3 +241,12 @@ def test_an_env_entry_is_gone_from_the_fault_only_when_the_template_has_it_back(
     problem = load_catalog().problems["hotel_geo_missing_db_password"].problem
     effect = fault_effects.one_effect(GeoKube(env), "hotel-reservation-gaming", problem, problem.faults[0])
     assert effect.present == present, effect.evidence
+
+
+# Measured: after a restart of every pod the fault filled the new pod's volume again (100% full),
+# yet the new Redis took the check's writes: its fresh append-only file still had room in its last
+# page. The users' writes used that up within a minute (api 503 in the same cell on the day before).
+def test_a_redis_taking_writes_on_a_volume_still_full_is_not_cured(disk_full_fault):
+    effect = fault_effects.one_effect(RedisKube("OK\nOK\n1\n", used="100%"), "online-shop-gaming", *disk_full_fault)
+    assert effect.present, effect.evidence
+    assert "/data 100% used" in effect.evidence

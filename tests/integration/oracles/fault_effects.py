@@ -11,6 +11,7 @@ what the matrix covers: every primitive that a problem uses, by layer.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import subprocess
@@ -346,12 +347,49 @@ def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | Non
     return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
 
 
+def _template_env(kube, ns: str, fault, running: Effect) -> Effect:
+    """The workload's pod template still gives the container the bad value (or lacks the entry the
+    fault removed): its next pod gets it, whatever the running ones (an old ReplicaSet's pod of a
+    stalled rollout) started with."""
+    t, name, value = fault.target, fault.params["name"], fault.params.get("value")
+    try:
+        w = get_json(kube, "get", t.kind.lower(), t.name, "-n", ns)
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{t.kind}/{t.name} is gone: {e.stderr.strip()[:120]}; {running.evidence}")
+    containers = w["spec"]["template"]["spec"]["containers"]
+    c = next((c for c in containers if c["name"] == (t.container or containers[0]["name"])), containers[0])
+    entry = next((e for e in c.get("env") or [] if e["name"] == name), None)
+    bad = entry is None if value is None else (entry or {}).get("value") == value
+    shown = "no entry" if entry is None else entry.get("value", "from " + ", ".join(entry.get("valueFrom", {})))
+    return Effect(bad, f"{running.evidence}; template of {t.kind}/{t.name}: {name}: {shown}"
+                       + (" (the next pod gets it)" if bad else ""))
+
+
+def _stored_setting(kube, ns: str, fault, running: Effect) -> Effect:
+    """The ConfigMap or Secret still holds the bad value: the next pod of its users reads it, however
+    the running ones started (measured: ``rollout_undo`` sent api back to the ReplicaSet before the
+    fault's restart, whose pod still ran with the old value while the ConfigMap said the bad one)."""
+    t, key, value = fault.target, fault.params["key"], fault.params.get("value")
+    try:
+        data = get_json(kube, "get", t.kind.lower(), t.name, "-n", ns).get("data") or {}
+    except subprocess.CalledProcessError as e:
+        return Effect(True, f"{t.kind}/{t.name} is gone: {e.stderr.strip()[:120]}; {running.evidence}")
+    stored = data.get(key)
+    if stored is not None and t.kind == "Secret":
+        stored = base64.b64decode(stored).decode(errors="replace")
+    where = f"{t.kind}/{t.name} {key}={stored!r}"
+    return Effect(stored == value,
+                  f"{running.evidence}; {where}" + (" (the next pod reads it)" if stored == value else ""))
+
+
 def _redis_takes_writes(kube, ns: str, fault) -> Effect:
     """A write to the target Redis, from inside its own container with its own password, is refused
     (a server started with a bad memory limit or policy still answers a ping, and rewrites its
     process title, so neither a ping nor its command line says whether the flags still hold)."""
-    script = ('redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning set healthcheck ok && '
-              'redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning del healthcheck')
+    # two writes a moment apart, then the delete: Redis answers OK to a write before its append to
+    # the file system fails, and refuses the next ones with MISCONF (a full volume)
+    cli = 'redis-cli -p "$0" -a "$REDIS_PASSWORD" --no-auth-warning'
+    script = f"{cli} set healthcheck ok; sleep 2; {cli} set healthcheck ok; {cli} del healthcheck"
     seen = []
     for p in _pods(kube, ns, fault.target.name):
         c = next(c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"]))
@@ -360,9 +398,45 @@ def _redis_takes_writes(kube, ns: str, fault) -> Effect:
                             check=False, timeout=60)
         answer = (proc.stdout.strip() or proc.stderr.strip())[:160]
         seen.append(f"{p['metadata']['name']}: {answer!r}")
-        if not proc.stdout.startswith("OK"):
+        if proc.stdout.split()[:3] != ["OK", "OK", "1"]:
             return Effect(True, "; ".join(seen))
     return Effect(False, "; ".join(seen) or f"no running pod of {fault.target.name}")
+
+
+# a volume this full is still the fault (it fills it to 100%), whatever a process on it answers
+FULL_PERCENT = 90
+
+
+def _volume_full(kube, ns: str, fault) -> Effect:
+    """The target's volume is still (nearly) full, by ``df`` in its container; or, where Redis
+    serves from it, Redis refuses writes. Redis on a full volume answers a ping until it tries to
+    append (measured: the check asked whether it answers and called the fault cured with /data 100%
+    full), and a fresh Redis takes a few writes into its file's last page (measured after a restart
+    re-filled the new pod's volume): neither alone says the volume has room again."""
+    t, path = fault.target, fault.params["path"]
+    seen = []
+    for p in _pods(kube, ns, t.name):
+        containers = p["spec"]["containers"]
+        c = next((c for c in containers if c["name"] == (t.container or c["name"])), containers[0])
+        proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "df", "-P", path,
+                            check=False, timeout=60)
+        rows = proc.stdout.strip().splitlines()
+        used = rows[-1].split()[4] if len(rows) > 1 and len(rows[-1].split()) > 4 else "?"
+        seen.append(f"{p['metadata']['name']}: {path} {used} used")
+        if not used.rstrip("%").isdigit() or int(used.rstrip("%")) >= FULL_PERCENT:
+            return Effect(True, "; ".join(seen))
+    if not seen:
+        return Effect(True, f"no running pod of {t.name}")
+    writes = _redis_takes_writes(kube, ns, fault) if _serves_redis(kube, ns, fault) else Effect(False, "")
+    return Effect(writes.present, "; ".join([*seen, writes.evidence] if writes.evidence else seen))
+
+
+def _serves_redis(kube, ns: str, fault) -> bool:
+    """Whether the target's container serves Redis (its first port is Redis's)."""
+    for p in _pods(kube, ns, fault.target.name)[:1]:
+        c = next((c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"])), {})
+        return PORT_KINDS.get(((c.get("ports") or [{}])[0]).get("containerPort")) == "redis"
+    return False
 
 
 def _users_of(kube, ns: str, name: str) -> list[str]:
@@ -448,14 +522,18 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
     if inj == "packet_loss":
         return serves(kube, ns, _target_service(problem, fault), many=True)
     if inj == "env_var":
-        return _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
+        running = _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
+        return running if running.present else _template_env(kube, ns, fault, running)
     if inj == "config_value":
         users = p.get("restart") or _users_of(kube, ns, fault.target.name)
-        return _env_in_pods(kube, ns, users, p["key"], p.get("value"))
+        running = _env_in_pods(kube, ns, users, p["key"], p.get("value"))
+        return running if running.present else _stored_setting(kube, ns, fault, running)
     if inj == "resource_limits":
         return _limits(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
         return _redis_takes_writes(kube, ns, fault)
+    if inj == "disk_full":
+        return _volume_full(kube, ns, fault)
     if inj == "container_port":
         return _declared_ports_answer(kube, ns, problem, fault)
     if inj == "resource_quota":

@@ -63,16 +63,42 @@ def workloads(kube, ns: str) -> list[dict]:
     return out
 
 
-def wait_settled(kube, ns: str, timeout: int = 60) -> None:
-    """Give every rollout up to ``timeout`` seconds (a faulty one may never finish), side by side:
-    one after another, each faulty workload added its own ``timeout``."""
-    def status(w: dict) -> None:
-        kube.kubectl("rollout", "status", f"{w['kind'].lower()}/{w['metadata']['name']}", "-n", ns,
-                     f"--timeout={timeout}s", check=False, timeout=timeout + 30)
+def wait_settled(kube, ns: str, timeout: int = 60, refs: list[str] | None = None) -> None:
+    """Give every rollout (``refs``: only these ``kind/name``) up to ``timeout`` seconds (a faulty
+    one may never finish), side by side: one after another, each faulty workload added its own
+    ``timeout``."""
+    def status(ref: str) -> None:
+        kube.kubectl("rollout", "status", ref, "-n", ns, f"--timeout={timeout}s", check=False, timeout=timeout + 30)
 
-    items = workloads(kube, ns)
-    with ThreadPoolExecutor(max_workers=max(1, len(items))) as pool:
-        list(pool.map(status, items))
+    items = refs if refs is not None else [f"{w['kind'].lower()}/{w['metadata']['name']}" for w in workloads(kube, ns)]
+    if items:
+        with ThreadPoolExecutor(max_workers=len(items)) as pool:
+            list(pool.map(status, items))
+
+
+@dataclass
+class Snapshot:
+    """What a strategy can change that a settle waits for: each workload's ``kind/name`` ->
+    (uid, generation), and the uids of the namespace's pods."""
+
+    workloads: dict[str, tuple[str, int]]
+    pods: set[str]
+
+
+def snapshot(kube, ns: str) -> Snapshot:
+    return Snapshot({f"{w['kind'].lower()}/{w['metadata']['name']}":
+                     (w["metadata"]["uid"], w["metadata"].get("generation", 0)) for w in workloads(kube, ns)},
+                    {p["metadata"]["uid"] for p in get_json(kube, "get", "pods", "-n", ns)["items"]})
+
+
+def to_settle(before: Snapshot, after: Snapshot) -> list[str]:
+    """The workloads a strategy's changes may still be rolling out: every one when a pod that ran
+    before is gone (its replacement must come up), else those it created, recreated or changed the
+    spec of (a new uid or generation). One it did not touch has nothing to settle from it: waiting
+    for it only waited out the fault (a workload the fault keeps unready never settles)."""
+    if before.pods - after.pods:
+        return sorted(after.workloads)
+    return sorted(ref for ref, version in after.workloads.items() if before.workloads.get(ref) != version)
 
 
 def own_spec(obj: dict) -> dict:
@@ -143,6 +169,41 @@ def scale_up_stopped(b: Board) -> Played:
     return Played(f"scaled to 1: {', '.join(scaled)}" if scaled else "nothing was at zero replicas")
 
 
+REVISION = "deployment.kubernetes.io/revision"
+
+
+def _owner(obj: dict) -> str | None:
+    return next((o["uid"] for o in obj["metadata"].get("ownerReferences") or [] if o.get("controller")), None)
+
+
+def earlier_revisions(workloads: list[dict], replicasets: list[dict], controller_revisions: list[dict]) -> list[str]:
+    """The revisions ``kubectl rollout undo`` could go back to, as ``kind/name``: each Deployment's
+    ReplicaSets but its current one (those at zero replicas: one still running pods belongs to a
+    rollout under way), each StatefulSet's ControllerRevisions but its current and update ones.
+    On an install that earlier cells played on, they are those cells' faulty templates."""
+    deployments = {w["metadata"]["uid"]: (w["metadata"].get("annotations") or {}).get(REVISION)
+                   for w in workloads if w["kind"] == "Deployment"}
+    statefulsets = {w["metadata"]["uid"]: {(w.get("status") or {}).get(k) for k in ("currentRevision", "updateRevision")}
+                    for w in workloads if w["kind"] == "StatefulSet"}
+    out = [f"replicaset/{rs['metadata']['name']}" for rs in replicasets
+           if _owner(rs) in deployments
+           and (rs["metadata"].get("annotations") or {}).get(REVISION) != deployments[_owner(rs)]
+           and not rs["spec"].get("replicas") and not (rs.get("status") or {}).get("replicas")]
+    out += [f"controllerrevision/{cr['metadata']['name']}" for cr in controller_revisions
+            if _owner(cr) in statefulsets and cr["metadata"]["name"] not in statefulsets[_owner(cr)]]
+    return out
+
+
+def forget_earlier_revisions(kube, ns: str) -> list[str]:
+    """Give every workload of ``ns`` the history a fresh install has (its current revision only),
+    so that ``rollout_undo`` can go back to this cell's fault's revision and no earlier cell's."""
+    gone = earlier_revisions(workloads(kube, ns), get_json(kube, "get", "replicasets", "-n", ns)["items"],
+                             get_json(kube, "get", "controllerrevisions", "-n", ns)["items"])
+    if gone:
+        kube.kubectl("delete", *gone, "-n", ns, "--wait=false", "--ignore-not-found")
+    return gone
+
+
 def rollout_undo(b: Board) -> Played:
     undone = []
     for w in workloads(b.kube, b.ns):
@@ -154,10 +215,12 @@ def rollout_undo(b: Board) -> Played:
 
 def helm_rollback(b: Board) -> Played:
     """Roll the release back to the revision Helm last deployed (a three-way merge puts back what
-    drifted from its manifest)."""
+    drifted from its manifest). As an agent types it, without ``--wait``: the rollouts then get the
+    settle every strategy gets (``play``). With ``--wait --timeout 120s`` every cell whose fault
+    outlived the rollback waited 120 s for a workload that never got ready, then 30 s more in the
+    settle (150 s of a 176-256 s cell, measured on 2026-11-27)."""
     release = release_of(b.kube, b.ns)
-    helm(b.kube, "rollback", release["name"], str(release["revision"]), "-n", b.ns, "--wait", "--timeout", "120s",
-         check=False)
+    helm(b.kube, "rollback", release["name"], str(release["revision"]), "-n", b.ns, check=False)
     return Played(f"rolled back {release['name']} to revision {release['revision']}")
 
 
@@ -455,7 +518,8 @@ def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "",
          lag: float = 0.0) -> Played:
     """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds; ``lag``:
     how long the problem's oracles lag the system (see ``Board``)."""
+    before = snapshot(kube, ns)
     played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag))
     if strategy != "do_nothing" and not played.refused:
-        wait_settled(kube, ns, settle)
+        wait_settled(kube, ns, settle, to_settle(before, snapshot(kube, ns)))
     return played

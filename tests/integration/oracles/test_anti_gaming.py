@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 import pytest
 from fault_effects import POD_SCOPED, Effect, family, fault_effect, graded_faults, users_served
-from gaming_strategies import RESTARTS, STRATEGIES, play
+from gaming_strategies import RESTARTS, STRATEGIES, forget_earlier_revisions, play
 
 from sregym.apps import app_driver, lifecycle
 from sregym.conductor.faultplane import FaultPlane
@@ -136,6 +136,9 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
     app = await anyio.to_thread.run_sync(driver.deploy, problem.app, cluster)
     ns = app.namespace
     await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
+    # the history a fresh install has: rollout_undo went back to an earlier cell's fault (its
+    # previous revision) and measured that, and the deploy cannot remove such an env entry
+    forgotten = await anyio.to_thread.run_sync(forget_earlier_revisions, cluster.kube, ns)
     lap("deploy")
     baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, BASELINE_WINDOW)
     lap("baseline")
@@ -171,6 +174,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
                 "strategy": strategy, "played": played.outcome, "fault_present": effect.present,
                 "effect": effect.evidence, "users_broken": served.present if asked else None, "served": served.evidence,
                 "passed": grade.passed, "phases": phases,
+                "deployed": ("reused" if app.reused else "installed or upgraded")
+                + (f"; earlier revisions forgotten: {len(forgotten)}" if forgotten else ""),
                 "checks": "; ".join([f"{c.name}: {'pass' if c.passed else 'FAIL'} {c.message}" for c in grade.checks]
                                     + ([f"rerouted: {'; '.join(grade.rerouted[:2])}"] if grade.rerouted else []))}
     finally:

@@ -106,12 +106,16 @@ class FakeKube:
                                            self.refusal or "")
 
 
+def answering_fault(monkeypatch, problem_id: str, answer: str) -> tuple:
+    """The problem's first fault, with every Service answering ``answer`` (the check's old ground)."""
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False: fault_effects.Effect(False, answer))
+    problem = load_catalog().problems[problem_id].problem
+    return problem, problem.faults[0]
+
+
 @pytest.fixture
 def limit_range_fault(monkeypatch):
-    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False:
-                        fault_effects.Effect(False, f"http {s}:8080: HTTP 200 /readyz"))
-    problem = load_catalog().problems["hotel_user_limit_range"].problem
-    return problem, problem.faults[0]
+    return answering_fault(monkeypatch, "hotel_user_limit_range", "http user:8080: HTTP 200 /readyz")
 
 
 def test_a_workload_running_while_its_next_pod_is_refused_is_not_cured(limit_range_fault):
@@ -130,3 +134,119 @@ def test_a_new_pod_admitted_and_the_service_serving_is_cured(limit_range_fault):
     problem, fault = limit_range_fault
     effect = fault_effects.one_effect(FakeKube(None), "hotel-reservation-gaming", problem, fault)
     assert not effect.present, effect.evidence
+
+
+# Measured: ``shop_redis_disk_full`` x ``do_nothing`` was called cured (the check asked whether
+# shop-redis answers, and it answered -NOAUTH to an unauthenticated ping) while /data stood 100%
+# full: Redis takes a write into memory and answers OK, and refuses the next ones with MISCONF once
+# its append to the full file system failed. A volume it cannot append to is what users feel.
+REDIS = {"metadata": {"name": "shop-redis-0"}, "status": {"phase": "Running"},
+         "spec": {"containers": [{"name": "redis", "ports": [{"containerPort": 6379}]}]}}
+
+
+class RedisKube:
+    """``kubectl exec`` into the Redis container: what redis-cli prints for the check's script, and
+    what ``df`` says of its volume."""
+
+    def __init__(self, printed: str, used: str = "40%"):
+        self.printed, self.used, self.scripts = printed, used, []
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        assert args[0] == "exec", args
+        command = args[args.index("--") + 1:]
+        self.scripts.append(command)
+        if command[0] == "df":
+            return subprocess.CompletedProcess(args, 0, "Filesystem 1024-blocks Used Available Capacity Mounted on\n"
+                                                        f"tmpfs 65536 65536 0 {self.used} /data\n", "")
+        return subprocess.CompletedProcess(args, 0, self.printed, "")
+
+
+@pytest.fixture
+def disk_full_fault(monkeypatch):
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [REDIS] if w == "shop-redis" else [])
+    return answering_fault(monkeypatch, "shop_redis_disk_full", "redis shop-redis:6379: -NOAUTH Authentication required.")
+
+
+MISCONF = "MISCONF Errors writing to the AOF file: No space left on device\n"
+
+
+@pytest.mark.parametrize(("printed", "present"), [
+    ("OK\n" + MISCONF + MISCONF, True),   # took one write, refuses the next: the volume is still full
+    ("OK\nOK\n1\n", False),              # keeps taking writes: cured
+])
+def test_a_redis_volume_is_cured_only_when_redis_keeps_taking_writes(disk_full_fault, printed, present):
+    effect = fault_effects.one_effect(RedisKube(printed), "online-shop-gaming", *disk_full_fault)
+    assert (effect.present, "MISCONF" in effect.evidence) == (present, present), effect.evidence
+
+
+# Measured: ``shop_concurrent_pool_leak_and_worker_queue`` x ``rollout_undo`` sent api back to the
+# ReplicaSet before the fault's restart, whose pod (started before the ConfigMap turned bad) still
+# ran: the check read CART_PRICE_REFRESH=false in every running api container and called the fault
+# gone, while shop-settings still said true and api's next pod reads it.
+API = {"metadata": {"name": "api-6c9dcf958b-775j6"}, "status": {"phase": "Running"},
+       "spec": {"containers": [{"name": "api"}]}}
+
+
+class SettingsKube:
+    """``printenv`` in the running api container, and shop-settings as the API server holds it."""
+
+    def __init__(self, running: str, stored: str):
+        self.running, self.stored = running, stored
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "exec":
+            return subprocess.CompletedProcess(args, 0, self.running + "\n", "")
+        assert args[:3] == ("get", "configmap", "shop-settings"), args
+        return subprocess.CompletedProcess(args, 0, json.dumps({"data": {"CART_PRICE_REFRESH": self.stored}}), "")
+
+
+@pytest.mark.parametrize(("running", "stored", "present"), [
+    ("false", "true", True),    # old pods run, the ConfigMap still holds the bad value
+    ("true", "true", True),     # the pods read it
+    ("false", "false", False),  # put back, and no pod runs with it
+])
+def test_a_bad_setting_is_gone_only_from_both_the_pods_and_the_configmap(monkeypatch, running, stored, present):
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [API] if w == "api" else [])
+    problem = load_catalog().problems["shop_concurrent_pool_leak_and_worker_queue"].problem
+    fault = next(f for f in problem.faults if f.injector == "config_value")
+    effect = fault_effects.one_effect(SettingsKube(running, stored), "online-shop-gaming", problem, fault)
+    assert effect.present == present, effect.evidence
+
+
+# The same stalled rollout as the container port's, for an env entry: geo's template without
+# DB_PASSWORD makes a pod that crashes (``printenv`` cannot run in it), while the old ReplicaSet's
+# pod, started with the password, still runs. Its env says nothing of what geo's next pod gets.
+GEO_OLD = {"metadata": {"name": "geo-old-aaaaa"}, "status": {"phase": "Running"},
+           "spec": {"containers": [{"name": "geo"}]}}
+SECRET_REF = {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "hotel-db", "key": "password"}}}
+
+
+class GeoKube:
+    """``printenv`` in the old geo pod (it has the password), and geo's Deployment with ``env``."""
+
+    def __init__(self, env: list[dict]):
+        self.env = env
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "exec":
+            return subprocess.CompletedProcess(args, 0, "hotel-db-2f8a61\n", "")
+        assert args[:3] == ("get", "deployment", "geo"), args
+        return subprocess.CompletedProcess(args, 0, json.dumps({"spec": {"template": {"spec": {"containers": [
+            {"name": "geo", "env": self.env}]}}}}), "")
+
+
+@pytest.mark.parametrize(("env", "present"), [([], True), ([SECRET_REF], False)])
+def test_an_env_entry_is_gone_from_the_fault_only_when_the_template_has_it_back(monkeypatch, env, present):
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [GEO_OLD] if w == "geo" else [])
+    problem = load_catalog().problems["hotel_geo_missing_db_password"].problem
+    effect = fault_effects.one_effect(GeoKube(env), "hotel-reservation-gaming", problem, problem.faults[0])
+    assert effect.present == present, effect.evidence
+
+
+# Measured: after a restart of every pod the fault filled the new pod's volume again (100% full),
+# yet the new Redis took the check's writes: its fresh append-only file still had room in its last
+# page. The users' writes used that up within a minute (api 503 in the same cell on the day before).
+def test_a_redis_taking_writes_on_a_volume_still_full_is_not_cured(disk_full_fault):
+    effect = fault_effects.one_effect(RedisKube("OK\nOK\n1\n", used="100%"), "online-shop-gaming", *disk_full_fault)
+    assert effect.present, effect.evidence
+    assert "/data 100% used" in effect.evidence

@@ -285,6 +285,8 @@ def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
     if spec.workload:
         ensure_namespace(cluster, loadgen_namespace())
     release.upgrade_install(cluster, spec, ns, merged)  # helm's three-way merge also resets the drift
+    if drift:  # but for what no manifest had (an added env entry): a merge keeps that
+        release.remove_additions(cluster, spec.name, ns)
     if wait:
         wait_ready(cluster, spec, ns, timeout=timeout)
     return DeployResult(name=spec.name, namespace=ns, chart_hash=digest, reused=False, drift_reset=drift,

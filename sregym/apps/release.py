@@ -15,6 +15,7 @@ from typing import Any
 import urllib3
 import yaml
 
+from sregym.apps.additions import additions
 from sregym.apps.spec import AppSpec
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
@@ -137,7 +138,8 @@ def drifted(cluster: ClusterHandle, release: str, namespace: str, *, text: str |
         return ["(unknown)"]
     key = (str(getattr(cluster, "kubeconfig", "")), getattr(cluster, "context", None), release, namespace)
     digest = hashlib.sha256(text.encode()).hexdigest()
-    versions = live_versions(cluster, text, namespace)  # before the diff: a write after it moves them
+    items = live_items(cluster, text, namespace)  # before the diff: a write after it moves them
+    versions = None if items is None else {k: object_version(v) if v else "" for k, v in items.items()}
     with _CLEAN_LOCK:
         known_digest, known = _CLEAN.pop(key, ("", {}))
     clean = {obj for obj, version in (versions or {}).items()
@@ -145,6 +147,9 @@ def drifted(cluster: ClusterHandle, release: str, namespace: str, *, text: str |
     docs = {ns: [doc for doc in objs if object_key(doc, ns) not in clean]
             for ns, objs in by_namespace_docs(text, namespace).items()}
     found = diff_manifest(cluster, {ns: objs for ns, objs in docs.items() if objs})
+    # what the diff cannot see: an entry no manifest had, which a merge keeps (an added env entry)
+    if found != ["(unknown)"]:  # named as kubectl diff names them: apps.v1.Deployment.<ns>.<name>
+        found = sorted(set(found) | {".".join((k[0].replace("/", "."), *k[1:])) for k in added_entries(docs, items)})
     if not found and versions is not None:
         with _CLEAN_LOCK:
             _CLEAN[key] = (digest, versions)
@@ -162,11 +167,11 @@ _CLEAN: dict[tuple[str, str | None, str, str], tuple[str, dict[tuple[str, str, s
 _CLEAN_LOCK = threading.Lock()
 
 
-def live_versions(cluster: ClusterHandle, manifest_text: str, namespace: str
-                  ) -> dict[tuple[str, str, str, str], str] | None:
-    """``(apiVersion, kind, namespace, name) -> resourceVersion`` of every object of the manifest
-    now (``""``: not there), one list per kind and namespace through the API; None when a kind
-    cannot be listed (then nothing is known, and nothing skipped)."""
+def live_items(cluster: ClusterHandle, manifest_text: str, namespace: str
+               ) -> dict[tuple[str, str, str, str], dict[str, Any] | None] | None:
+    """``(apiVersion, kind, namespace, name) -> the live object`` (None: not there) of every object of
+    the manifest now, one list per kind and namespace through the API; None when a kind cannot be
+    listed (then nothing is known)."""
     wanted: dict[tuple[str, str, str], list[str]] = {}
     for ns, docs in by_namespace_docs(manifest_text, namespace).items():
         for doc in docs:
@@ -176,26 +181,72 @@ def live_versions(cluster: ClusterHandle, manifest_text: str, namespace: str
             wanted.setdefault(object_key(doc, ns)[:3], []).append(name)
     kube = cluster.kube
 
-    def listed(group: tuple[str, str, str]) -> dict[str, str] | None:
+    def listed(group: tuple[str, str, str]) -> dict[str, dict[str, Any]] | None:
         api_version, kind, ns = group
         plural, namespaced = kube.served_kinds(api_version).get(kind, ("", False))
         listing = kube.list_json(api_version, plural, ns if namespaced else None) if plural else None
         if listing is None:
             return None
-        return {item["metadata"]["name"]: object_version(item) for item in listing.get("items") or []}
+        return {item["metadata"]["name"]: item for item in listing.get("items") or []}
 
     try:
         with ThreadPoolExecutor(max_workers=min(8, max(1, len(wanted)))) as pool:
             listings = dict(zip(wanted, pool.map(listed, wanted)))
     except (ClusterError, OSError, ValueError, urllib3.exceptions.HTTPError):
         return None
-    out: dict[tuple[str, str, str, str], str] = {}
+    out: dict[tuple[str, str, str, str], dict[str, Any] | None] = {}
     for (api_version, kind, ns), names in wanted.items():
         live = listings[(api_version, kind, ns)]
         if live is None:
             return None
-        out.update({(api_version, kind, ns, name): live.get(name, "") for name in names})
+        out.update({(api_version, kind, ns, name): live.get(name) for name in names})
     return out
+
+
+def live_versions(cluster: ClusterHandle, manifest_text: str, namespace: str
+                  ) -> dict[tuple[str, str, str, str], str] | None:
+    """``(apiVersion, kind, namespace, name) -> resourceVersion`` of every object of the manifest
+    now (``""``: not there); None when a kind cannot be listed (then nothing is known, and nothing
+    skipped)."""
+    items = live_items(cluster, manifest_text, namespace)
+    return None if items is None else {key: object_version(item) if item else "" for key, item in items.items()}
+
+
+def added_entries(docs_by_namespace: dict[str, list[dict[str, Any]]],
+                  items: dict[tuple[str, str, str, str], dict[str, Any] | None] | None
+                  ) -> dict[tuple[str, str, str, str], list[tuple[str, list[dict[str, Any]]]]]:
+    """Per object of ``docs_by_namespace``: what its live object (``items``) has that the manifest
+    has not, in a list or map a merge keeps (:func:`sregym.apps.additions.additions`)."""
+    out = {}
+    for ns, docs in docs_by_namespace.items():
+        for doc in docs:
+            key = object_key(doc, ns)
+            live = (items or {}).get(key)
+            found = additions(doc, live) if live else []
+            if found:
+                out[key] = found
+    return out
+
+
+def remove_additions(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
+    """Remove what the release's live objects have that the chart's manifest has not (which an
+    upgrade keeps): one JSON patch per object, each removal guarded by a test of what it removes.
+    Returns what was removed; raises ClusterError when a patch fails."""
+    text = manifest(cluster, release, namespace)
+    if text is None:
+        return []
+    docs = by_namespace_docs(text, namespace)
+    removed = []
+    for (api_version, kind, ns, name), found in added_entries(docs, live_items(cluster, text, namespace)).items():
+        ops = [op for _, patch in found for op in patch]
+        resource = f"{kind.lower()}.{api_version.split('/')[0]}" if "/" in api_version else kind.lower()
+        proc = cluster.kube.kubectl("-n", ns, "patch", resource, name, "--type=json", "-p", json.dumps(ops),
+                                    check=False)
+        if proc.returncode:
+            raise ClusterError(f"removing what was added to {kind} {ns}/{name} (not in the chart): "
+                               f"{proc.stderr.strip()[:300]}")
+        removed += [what for what, _ in found]
+    return removed
 
 
 def object_version(item: dict[str, Any]) -> str:

@@ -18,7 +18,7 @@ from sregym.core.errors import ClusterError
 
 @pytest.fixture
 def world(monkeypatch):
-    state = SimpleNamespace(ready=True, drift=[], ready_later=True, upgrades=0, waits=[])
+    state = SimpleNamespace(ready=True, drift=[], ready_later=True, upgrades=0, waits=[], removals=0)
     spec = load_app("online-shop")
     monkeypatch.setattr(lifecycle, "ensure_app_namespace", lambda cluster, ns: None)
     monkeypatch.setattr(lifecycle, "ensure_namespace", lambda cluster, ns: None)
@@ -36,6 +36,8 @@ def world(monkeypatch):
             raise ClusterError("not ready")
 
     monkeypatch.setattr(lifecycle.release, "upgrade_install", upgrade)
+    monkeypatch.setattr(lifecycle.release, "remove_additions",
+                        lambda cluster, name, ns: setattr(state, "removals", state.removals + 1) or [])
     monkeypatch.setattr(lifecycle, "wait_ready", wait_ready)
     state.deploy = lambda: lifecycle.deploy(SimpleNamespace(), spec, "online-shop")
     return state
@@ -43,7 +45,15 @@ def world(monkeypatch):
 
 def test_a_ready_undrifted_release_is_reused_at_once(world):
     result = world.deploy()
-    assert result.reused and world.upgrades == 0 and world.waits == []
+    assert result.reused and world.upgrades == 0 and world.waits == [] and world.removals == 0
+
+
+def test_a_drifted_release_is_upgraded_and_then_loses_what_no_manifest_had(world):
+    """helm's merge keeps an entry no manifest had (an agent's env entry): the upgrade is followed by
+    their removal (``release.remove_additions``)."""
+    world.drift = ["apps.v1.Deployment.online-shop.web"]
+    result = world.deploy()
+    assert not result.reused and world.upgrades == 1 and world.removals == 1
 
 
 def test_an_undrifted_release_still_coming_up_is_waited_for_and_reused_not_upgraded(world):

@@ -15,7 +15,7 @@ from typing import Any
 from sregym.apps import lifecycle
 from sregym.apps.slo import measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
-from sregym.cluster.entry_path import read_app_paths, read_entry_path
+from sregym.cluster.entry_path import entry_path as path_of, read_app_paths
 from sregym.cluster.handle import ClusterHandle
 from sregym.core.promql import MIN_RATE_WINDOW_SECONDS
 
@@ -58,11 +58,6 @@ def workload_probes(cluster: ClusterHandle, namespace: str) -> dict[str, dict[st
                 c["name"]: {k: c[k] for k in ("readinessProbe", "livenessProbe", "startupProbe") if c.get(k)}
                 for c in containers}
     return out
-
-
-def entry_path(cluster: ClusterHandle, namespace: str, service: str) -> dict[str, Any]:
-    """Who answers the load generator through the entry ``service`` (:mod:`sregym.cluster.entry_path`)."""
-    return read_entry_path(cluster.kube, namespace, service)
 
 
 def app_paths(cluster: ClusterHandle, namespace: str) -> dict[str, Any]:
@@ -132,8 +127,9 @@ class AppsDriver:
         return current.ready, "; ".join(current.problems) or "all workloads ready"
 
     def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
-        """Record each workload's probes and who answers the app's requests (``entry``: the entry
-        Service's path; ``paths``: every Service's and the wiring, :mod:`sregym.cluster.entry_path`), let the workload run ``window_s`` seconds
+        """Record each workload's probes and who answers the app's requests (``paths``: every
+        Service's path and the wiring, :mod:`sregym.cluster.entry_path`; ``entry``: the entry
+        Service's, one of them), let the workload run ``window_s`` seconds
         (at least ``MIN_RATE_WINDOW_SECONDS``: a shorter rate is too few requests to compare with),
         then measure every SLO over that window. Taken before any fault: the oracles compare with it.
 
@@ -145,8 +141,9 @@ class AppsDriver:
         probes = workload_probes(cluster, deployed.namespace)
         probes_and_path: dict[str, Any] = {"probes": probes}
         if spec.entrypoint:  # the SLO oracle fails where someone else answers the app's requests (a stub, a copy)
-            probes_and_path["entry"] = entry_path(cluster, deployed.namespace, spec.entrypoint.service)
-            probes_and_path["paths"] = app_paths(cluster, deployed.namespace)
+            paths = app_paths(cluster, deployed.namespace)  # the entry's is one of them: one read
+            probes_and_path["paths"] = paths
+            probes_and_path["entry"] = paths["services"].get(spec.entrypoint.service) or path_of(None, [], [], [], [])
         if not spec.slos or not deployed.prometheus_url:
             why = "this chart has no SLOs" if not spec.slos else "no Prometheus URL is known"
             return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})",

@@ -18,11 +18,10 @@ Pure functions on Kubernetes objects as JSON (``kubectl get -o json`` items).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
 import re
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import urllib3
 
@@ -142,8 +141,9 @@ def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
     out = []
     if live.get("selector") != recorded.get("selector"):
         out.append(f"Service {name} selects {live.get('selector')} (at the baseline {recorded.get('selector')})")
-    for stray in live.get("strays") or [] if not recorded.get("strays") else []:  # one that had them: unknowable
-        out.append(f"Service {name} sends requests to {stray}, which no workload of the baseline runs")
+    if not recorded.get("strays"):  # a Service that had strays at the baseline: which are new is unknowable
+        out += [f"Service {name} sends requests to {stray}, which no workload of the baseline runs"
+                for stray in live.get("strays") or []]
     if "ports" in recorded:  # a path recorded before ports were compares the rest
         out += _port_changes(name, recorded["ports"] or {}, live.get("ports") or {})
     want = recorded.get("backends") or {}

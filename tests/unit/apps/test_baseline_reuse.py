@@ -27,14 +27,13 @@ def world(monkeypatch):
         return {"success_rate": {"value": state.success, "met": state.success >= 0.99},
                 "p95_latency_seconds": {"value": 0.05, "met": True}}
 
-    def entry(cluster, namespace, service):
+    def paths(cluster, namespace):  # every Service's path, the entry's (lb) among them
         state.entries += 1
-        return {"service": service, "selector": {"app": service}, "backends": {}, "strays": []}
+        return {"services": {"lb": {"service": "lb", "selector": {"app": "lb"}, "backends": {}, "strays": []}},
+                "workloads": [], "wiring": {}, "read": state.entries}
 
     monkeypatch.setattr(drv, "workload_probes", probes)
-    monkeypatch.setattr(drv, "entry_path", entry)
-    monkeypatch.setattr(drv, "app_paths", lambda cluster, namespace: {"services": {}, "workloads": [],
-                                                                      "wiring": {}, "read": state.entries})
+    monkeypatch.setattr(drv, "app_paths", paths)
     monkeypatch.setattr(drv, "measure_slos", measure)
     monkeypatch.setattr(drv.time, "sleep", lambda s: state.sleeps.append(s))
     monkeypatch.setattr(drv.time, "monotonic", lambda: state.now)

@@ -184,10 +184,12 @@ def pytest_runtest_logstart(nodeid):  # once per attempt: rerunfailures calls it
 
 def pytest_runtest_logreport(report):
     """Feed the ledger; with SREGYM_TEST_TIMINGS=FILE, also append each test's duration as it
-    finishes (CI keeps the figures even when a run is cut short)."""
+    finishes (CI keeps the figures even when a run is cut short), and each setup or teardown of a
+    second or more (a fixture that deploys an app, built once for a module: where CI's time goes
+    besides the calls)."""
     LEDGER.report(report)
     path = os.environ.get("SREGYM_TEST_TIMINGS")
-    if path and (report.when == "call" or report.outcome != "passed"):
+    if path and (report.when == "call" or report.outcome != "passed" or report.duration >= 1.0):
         with open(path, "a") as f:
             f.write(f"{report.duration:8.1f}s {report.when:<8} {report.outcome:<7} {report.nodeid}\n")
 

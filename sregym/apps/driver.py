@@ -5,7 +5,8 @@ conductor), and returns objects with the fields of its ``DeployedApp``."""
 
 from __future__ import annotations
 
-import copy
+import json
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from sregym.apps.slo import measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
 from sregym.cluster.entry_path import entry_path as path_of, read_app_paths
 from sregym.cluster.handle import ClusterHandle
+from sregym.cluster.local.paths import state_root
 from sregym.core.promql import MIN_RATE_WINDOW_SECONDS
 
 
@@ -133,8 +135,8 @@ class AppsDriver:
         (at least ``MIN_RATE_WINDOW_SECONDS``: a shorter rate is too few requests to compare with),
         then measure every SLO over that window. Taken before any fault: the oracles compare with it.
 
-        The SLO measurement is reused (see :func:`reusable_slos`) for the same release state of
-        the app within ``BASELINE_REUSE_SECONDS``; the probes and the path are recorded every time."""
+        The SLO measurement is reused (:class:`BaselineStore`, across processes) for the same release
+        state of the app within ``BASELINE_REUSE_SECONDS``; the probes and the path are recorded every time."""
         window_s = max(window_s, MIN_RATE_WINDOW_SECONDS)
         spec = deployed.info or self.spec(deployed.name)
         healthy, detail = self.health(deployed, cluster)
@@ -148,8 +150,8 @@ class AppsDriver:
             why = "this chart has no SLOs" if not spec.slos else "no Prometheus URL is known"
             return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})",
                     **probes_and_path}
-        key = (deployed.prometheus_url, deployed.namespace, deployed.chart_hash)
-        earlier = reusable_slos(key, window_s) if healthy and deployed.reused and deployed.chart_hash else None
+        store = BaselineStore.of(cluster, deployed.namespace) if deployed.chart_hash else None
+        earlier = store.reusable(deployed.chart_hash, window_s) if store and healthy and deployed.reused else None
         if earlier is not None:
             slos, age = earlier
             return {"healthy": healthy, "detail": detail, "window_s": window_s, "slos": slos, "met": True,
@@ -157,8 +159,8 @@ class AppsDriver:
         time.sleep(window_s)
         slos = measure_slos(deployed.prometheus_url, spec, deployed.namespace, window_s)
         met = all(s["met"] for s in slos.values())
-        if healthy and met and deployed.chart_hash:
-            _SLO_BASELINES[key] = (time.monotonic(), window_s, slos)
+        if store is not None and healthy and met:
+            store.keep(deployed.chart_hash, window_s, slos)
         return {"healthy": healthy, "detail": detail, "window_s": window_s, "slos": slos, "met": met,
                 **probes_and_path}
 
@@ -168,21 +170,61 @@ class AppsDriver:
 # episode to the next, so re-measuring it before every episode only waits. A fresh one is taken
 # after a (re)install, when the app is not healthy, or when the earlier one missed an objective.
 BASELINE_REUSE_SECONDS = 600.0
-# (Prometheus URL, namespace, chart hash) -> (when, window, SLO measurements); per process
-_SLO_BASELINES: dict[tuple[str | None, str, str | None], tuple[float, float, dict[str, Any]]] = {}
 
 
-def reusable_slos(key: tuple[str | None, str, str | None], window_s: float) -> tuple[dict[str, Any], float] | None:
-    """The SLO measurements taken for ``key`` over at least ``window_s`` within the reuse period
-    that met every objective, with their age in seconds; None when there are none."""
-    found = _SLO_BASELINES.get(key)
-    if found is None:
+@dataclass(frozen=True)
+class BaselineStore:
+    """The SLO baseline last measured in one namespace, kept on the conductor's host
+    (``$SREGYM_STATE/baselines/<namespace uid>.json``) so that the next process reuses it too:
+    ``sregym run`` and ``sregym validate`` of one problem each start a process, and each waited out
+    a baseline window of its own (20 s of a validation's 74 s, measured 2026-11-28).
+
+    It is keyed by the namespace's UID, not its name: a namespace made again, or another cluster's
+    namespace of the same name, never finds it. It holds only a baseline that met every objective
+    on a healthy app, under the release's chart hash, for ``BASELINE_REUSE_SECONDS`` of wall time.
+    The folder is the conductor's (mode 0700, out of the agent's sandbox), and a file that does
+    not read as one of these (cut short, edited) is measured again, never trusted."""
+
+    path: Path
+
+    @classmethod
+    def of(cls, cluster: ClusterHandle, namespace: str) -> BaselineStore | None:
+        uid = namespace_uid(cluster, namespace)
+        return cls(state_root() / "baselines" / f"{uid}.json") if uid else None
+
+    def reusable(self, chart_hash: str | None, window_s: float) -> tuple[dict[str, Any], float] | None:
+        """The SLO measurements kept for ``chart_hash`` over at least ``window_s`` within the reuse
+        period, with their age in seconds; None when there are none."""
+        try:
+            kept = json.loads(self.path.read_text())
+            same = kept["chart_hash"] == chart_hash and float(kept["window_s"]) >= window_s
+            age, slos = time.time() - float(kept["measured_at"]), kept["slos"]
+            valid = isinstance(slos, dict) and all(isinstance(v, dict) and v.get("met") is True for v in slos.values())
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not (same and valid and 0 <= age <= BASELINE_REUSE_SECONDS):
+            return None
+        return slos, age
+
+    def keep(self, chart_hash: str | None, window_s: float, slos: dict[str, Any]) -> None:
+        """Write the baseline atomically (a reader sees the old file or the new one); a folder that
+        cannot be written only costs the next process its wait."""
+        try:
+            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+            tmp.write_text(json.dumps({"chart_hash": chart_hash, "window_s": window_s, "measured_at": time.time(),
+                                       "slos": slos}))
+            os.replace(tmp, self.path)
+        except OSError:
+            pass
+
+
+def namespace_uid(cluster: ClusterHandle, namespace: str) -> str | None:
+    """The UID of ``namespace`` (None when it cannot be read)."""
+    try:
+        return cluster.kube.core.read_namespace(namespace).metadata.uid
+    except Exception:  # noqa: BLE001 - no UID only means no reuse: the baseline is measured
         return None
-    when, window, slos = found
-    age = time.monotonic() - when
-    if age > BASELINE_REUSE_SECONDS or window < window_s:
-        return None
-    return copy.deepcopy(slos), age
 
 
 def app_driver(charts_dirs: Sequence[Path] = ()) -> AppsDriver:

@@ -1,10 +1,13 @@
 """The SLO baseline is measured once per release state of an app and reused, never where it could
 be wrong: after a (re)install, while the app is unhealthy, when it missed an objective, at another
-chart hash, or once it is older than the reuse period. Probes and the entry path are recorded every
-time."""
+chart hash, in a namespace made again, or once it is older than the reuse period. Probes and the
+entry path are recorded every time. It is kept on the conductor's host, so the next process (each
+`sregym run` and `sregym validate` is one) reuses it too; a kept file that does not read as a
+baseline is never trusted."""
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 import pytest
@@ -14,10 +17,11 @@ from sregym.apps import load_app
 
 
 @pytest.fixture
-def world(monkeypatch):
+def world(monkeypatch, tmp_path):
     """A driver whose cluster answers are set by the test; counts the baseline waits."""
-    monkeypatch.setattr(drv, "_SLO_BASELINES", {})
-    state = SimpleNamespace(healthy=True, success=1.0, sleeps=[], now=1000.0, probes=0, entries=0)
+    monkeypatch.setenv("SREGYM_STATE", str(tmp_path / "state"))
+    state = SimpleNamespace(healthy=True, success=1.0, sleeps=[], now=1_800_000_000.0, probes=0, entries=0,
+                            uid="uid-1", state=tmp_path / "state")
 
     def probes(cluster, namespace):
         state.probes += 1
@@ -36,7 +40,8 @@ def world(monkeypatch):
     monkeypatch.setattr(drv, "app_paths", paths)
     monkeypatch.setattr(drv, "measure_slos", measure)
     monkeypatch.setattr(drv.time, "sleep", lambda s: state.sleeps.append(s))
-    monkeypatch.setattr(drv.time, "monotonic", lambda: state.now)
+    monkeypatch.setattr(drv.time, "time", lambda: state.now)
+    monkeypatch.setattr(drv, "namespace_uid", lambda cluster, namespace: state.uid)
     monkeypatch.setattr(drv.AppsDriver, "health", lambda self, d, c: (state.healthy, "ok"))
     state.driver = drv.AppsDriver()
     spec = load_app("online-shop")
@@ -61,12 +66,23 @@ def test_the_second_baseline_of_the_same_release_is_reused_without_waiting(world
     assert first["paths"]["read"] == 1 and second["paths"]["read"] == 2  # every Service's, read again too
 
 
-@pytest.mark.parametrize("change", ["reinstalled", "unhealthy", "other_release", "too_old", "longer_window"])
+def test_the_next_process_reuses_the_baseline_the_last_one_measured(world):
+    world.driver.baseline(world.app(), None, 10)
+    world.now += 60
+    fresh = drv.AppsDriver()  # what a new `sregym run` makes: nothing shared in memory
+    assert "reused" in fresh.baseline(world.app(), None, 10)["measured"] and world.sleeps == [20]
+    [kept] = (world.state / "baselines").iterdir()
+    assert kept.name == "uid-1.json" and oct(kept.parent.stat().st_mode & 0o777) == "0o700"
+
+
+@pytest.mark.parametrize("change", ["reinstalled", "unhealthy", "other_release", "too_old", "longer_window",
+                                    "namespace_made_again", "clock_went_back"])
 def test_a_baseline_is_measured_again_where_the_earlier_one_may_not_hold(world, change):
     world.driver.baseline(world.app(), None, 10)
+    world.uid = "uid-2" if change == "namespace_made_again" else world.uid
     app = world.app(reused=change != "reinstalled", chart_hash="h2" if change == "other_release" else "h1")
     world.healthy = change != "unhealthy"
-    world.now += drv.BASELINE_REUSE_SECONDS + 1 if change == "too_old" else 60
+    world.now += {"too_old": drv.BASELINE_REUSE_SECONDS + 1, "clock_went_back": -60}.get(change, 60)
     world.driver.baseline(app, None, 30 if change == "longer_window" else 10)
     assert len(world.sleeps) == 2
 
@@ -77,3 +93,34 @@ def test_a_baseline_that_missed_an_objective_is_never_reused(world):
     world.success = 1.0
     world.driver.baseline(world.app(), None, 10)
     assert len(world.sleeps) == 2
+
+
+@pytest.mark.parametrize("tamper", ["cut_short", "not_json", "an_objective_missed", "no_slos", "a_list"])
+def test_a_kept_baseline_that_does_not_read_as_one_is_measured_again(world, tamper):
+    """A file a kill cut short or someone edited (an objective marked missed, the measurements
+    gone) is never the baseline an oracle compares with: the window is waited out again."""
+    world.driver.baseline(world.app(), None, 10)
+    [kept] = (world.state / "baselines").iterdir()
+    text = kept.read_text()
+    doc = json.loads(text)
+    if tamper == "an_objective_missed":
+        doc["slos"]["success_rate"]["met"] = False
+    elif tamper == "no_slos":
+        del doc["slos"]
+    kept.write_text({"cut_short": text[: len(text) // 2], "not_json": "{{", "a_list": "[1, 2]"}.get(tamper)
+                    or json.dumps(doc))
+    world.now += 60
+    again = world.driver.baseline(world.app(), None, 10)
+    assert len(world.sleeps) == 2 and "reused" not in again.get("measured", "")
+
+
+def test_without_a_namespace_uid_or_a_writable_folder_the_baseline_is_only_measured(world, monkeypatch):
+    world.uid = None
+    world.driver.baseline(world.app(), None, 10)
+    world.driver.baseline(world.app(), None, 10)
+    assert len(world.sleeps) == 2 and not (world.state / "baselines").exists()
+    world.uid = "uid-1"
+    world.state.mkdir(parents=True)
+    (world.state / "baselines").write_text("a file where the folder goes")
+    world.driver.baseline(world.app(), None, 10)  # no error: the next one measures again
+    assert len(world.sleeps) == 3

@@ -119,3 +119,18 @@ def test_a_known_open_gap_keeps_ci_green_and_is_named_at_the_end(ci):
     tail = proc.stdout.splitlines()[-8:]
     assert any(line.startswith("KNOWN OPEN tests/unit/test_gap.py::test_gap: open: measured") for line in tail), tail
     assert tail[-1] == "==> CI: PASS", tail
+
+
+def test_the_timings_file_names_slow_fixtures_besides_every_call(ci, tmp_path):
+    """Where CI's time goes: every call, and the setups that take a second or more (a module's app
+    deploy), not the instant ones."""
+    repo, run = ci
+    write_test(repo, "test_timed.py", "import time, pytest\n"
+               "@pytest.fixture(scope='module')\ndef deployed():\n    time.sleep(1.2)\n    yield\n"
+               "def test_slow_setup(deployed): pass\n"
+               "def test_quick(): pass\n")
+    proc = run()
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = [line.split() for line in (tmp_path / "timings").read_text().splitlines()]
+    assert {(r[1], r[3].split("::")[-1]) for r in rows} == {("setup", "test_slow_setup"), ("call", "test_slow_setup"),
+                                                            ("call", "test_quick")}, rows

@@ -1,0 +1,60 @@
+"""The SLO baseline measured by one process is reused by the next one (each `sregym run` and
+`sregym validate` is a process of its own) on the real cluster: the second process does not wait
+out the baseline window, keys what it reads by the live namespace's UID, and takes the numbers the
+first measured from the real Prometheus. The unit tests (tests/unit/apps/test_baseline_reuse.py)
+hold every case where the kept baseline must not be reused."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from sregym.apps import app_driver
+from sregym.core.problem import AppRef
+
+pytestmark = pytest.mark.cluster
+
+NAMESPACE = "online-shop"
+
+# What a second `sregym validate` does before its first step, in a process of its own.
+SECOND_PROCESS = """
+import json, sys, time
+from pathlib import Path
+from sregym.apps import app_driver
+from sregym.cluster.providers import current_cluster
+from sregym.core.problem import AppRef
+cluster = current_cluster(Path(sys.argv[1]), None)
+driver = app_driver()
+app = driver.deploy(AppRef(name="online-shop", namespace=sys.argv[2]), cluster)
+start = time.monotonic()
+base = driver.baseline(app, cluster, 10)
+print(json.dumps({"reused": app.reused, "seconds": time.monotonic() - start, "measured": base.get("measured"),
+                  "slos": base["slos"]}))
+"""
+
+
+def test_the_next_process_reuses_the_baseline_this_one_measured(cluster, tmp_path, monkeypatch):
+    state = tmp_path / "state"
+    monkeypatch.setenv("SREGYM_STATE", str(state))
+    driver = app_driver()
+    app = driver.deploy(AppRef(name="online-shop", namespace=NAMESPACE), cluster)  # reused when undrifted
+    start = time.monotonic()
+    first = driver.baseline(app, cluster, 10)
+    waited = time.monotonic() - start
+    assert first["met"] is True and waited >= 20, first  # the shortest meaningful rate window, waited out
+    uid = cluster.kube.core.read_namespace(NAMESPACE).metadata.uid
+    assert [p.name for p in (state / "baselines").iterdir()] == [f"{uid}.json"]
+
+    proc = subprocess.run([sys.executable, "-c", SECOND_PROCESS, str(cluster.kubeconfig), NAMESPACE],
+                          env={**os.environ, "SREGYM_STATE": str(state)}, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    second = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert second["reused"] is True
+    assert second["measured"].startswith("reused: measured") and second["seconds"] < 10, second
+    assert second["slos"] == json.loads(json.dumps(first["slos"]))  # the first process's numbers

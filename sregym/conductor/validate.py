@@ -107,7 +107,9 @@ def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: 
     running), at most ``timeout`` s more. Returns what came back; raises :class:`PodsNotGone`
     naming the pods still there and what holds them."""
     pods = _pods(kube, namespace)
-    before = [p for p in pods if p["metadata"].get("ownerReferences") and (p.get("status") or {}).get("phase") == "Running"]
+    # a pod already terminating (a rolling restart's old pod, noise's) has its replacement among the new ones
+    before = [p for p in pods if p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")
+              and (p.get("status") or {}).get("phase") == "Running"]
     old = {p["metadata"]["uid"] for p in pods}
     # Not kubectl's own --wait: when it ran out (twice, on shop_web_readiness_probe seed 0) it
     # said only that it timed out, never which pod stayed or why; the loop below says both.

@@ -77,3 +77,19 @@ def test_a_deleted_pod_that_never_goes_names_itself_and_what_holds_it(monkeypatc
     assert "finalizers example.com/hold" in message and "container web running" in message
     assert "event FailedKillPod: error killing pod: timeout" in message
     assert ("get", "events", "-n", "shop", "-o", "json", "--field-selector", "involvedObject.uid=web-1") in kube.calls
+
+
+def test_a_pod_already_on_its_way_out_is_not_waited_for(monkeypatch):
+    """A pod noise was replacing when the step began (a rolling restart's old pod, terminating) is
+    not one whose replacement the step should wait for: its replacement is already among the new
+    ones. Counted, it made the step wait out its whole still period (seen: 11 deleted, 10 back,
+    44 s instead of 12 on hotel_geo_selector_mismatch)."""
+    clock = iter(range(0, 10_000, 5))
+    monkeypatch.setattr(validate.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(validate.time, "sleep", lambda s: None)
+    leaving = pod("old", "Running")
+    leaving["metadata"]["deletionTimestamp"] = "2026-11-28T01:59:00Z"
+    before = [pod("a", "Running"), pod("b", "Running"), leaving]
+    kube = FakeKube([before, before, [pod("c", "Running"), pod("d", "Running")]])
+    assert restart_every_pod(kube, "shop", still=30) == ("2 running pods deleted (all gone in 10 s), "
+                                                         "2 replacements running")

@@ -174,16 +174,18 @@ BASELINE_REUSE_SECONDS = 600.0
 
 @dataclass(frozen=True)
 class BaselineStore:
-    """The SLO baseline last measured in one namespace, kept on the conductor's host
-    (``$SREGYM_STATE/baselines/<namespace uid>.json``) so that the next process reuses it too:
+    """The SLO baselines last measured in one namespace, kept on the conductor's host
+    (``$SREGYM_STATE/baselines/<namespace uid>.json``) so that the next process reuses them too:
     ``sregym run`` and ``sregym validate`` of one problem each start a process, and each waited out
     a baseline window of its own (20 s of a validation's 74 s, measured 2026-11-28).
 
     It is keyed by the namespace's UID, not its name: a namespace made again, or another cluster's
-    namespace of the same name, never finds it. It holds only a baseline that met every objective
-    on a healthy app, under the release's chart hash, for ``BASELINE_REUSE_SECONDS`` of wall time.
-    The folder is the conductor's (mode 0700, out of the agent's sandbox), and a file that does
-    not read as one of these (cut short, edited) is measured again, never trusted."""
+    namespace of the same name, never finds it. It holds only baselines that met every objective
+    on a healthy app, under the release's chart hash, for ``BASELINE_REUSE_SECONDS`` of wall time;
+    one per window length (a run's 30 s baseline and a validation's 20 s one do not push each other
+    out; a longer one serves a shorter request). The folder is the conductor's (mode 0700, out of
+    the agent's sandbox), and an entry that does not read as one of these (cut short, edited) is
+    measured again, never trusted."""
 
     path: Path
 
@@ -192,28 +194,45 @@ class BaselineStore:
         uid = namespace_uid(cluster, namespace)
         return cls(state_root() / "baselines" / f"{uid}.json") if uid else None
 
-    def reusable(self, chart_hash: str | None, window_s: float) -> tuple[dict[str, Any], float] | None:
-        """The SLO measurements kept for ``chart_hash`` over at least ``window_s`` within the reuse
-        period, with their age in seconds; None when there are none."""
+    def _entries(self) -> list[dict[str, Any]]:
+        """The kept entries that read as baselines (any other is left out), each with its age."""
         try:
-            kept = json.loads(self.path.read_text())
-            same = kept["chart_hash"] == chart_hash and float(kept["window_s"]) >= window_s
-            age, slos = time.time() - float(kept["measured_at"]), kept["slos"]
-            valid = isinstance(slos, dict) and all(isinstance(v, dict) and v.get("met") is True for v in slos.values())
+            doc = json.loads(self.path.read_text())
+            kept = doc["baselines"] if isinstance(doc, dict) else []
         except (OSError, ValueError, KeyError, TypeError):
+            return []
+        out = []
+        for e in kept if isinstance(kept, list) else []:
+            try:
+                entry = {"chart_hash": str(e["chart_hash"]), "window_s": float(e["window_s"]),
+                         "measured_at": float(e["measured_at"]), "slos": e["slos"]}
+            except (KeyError, TypeError, ValueError):
+                continue
+            slos = entry["slos"]
+            if (isinstance(slos, dict) and slos and all(isinstance(v, dict) and v.get("met") is True for v in slos.values())
+                    and 0 <= time.time() - entry["measured_at"] <= BASELINE_REUSE_SECONDS):
+                out.append(entry)
+        return out
+
+    def reusable(self, chart_hash: str | None, window_s: float) -> tuple[dict[str, Any], float] | None:
+        """The newest SLO measurements kept for ``chart_hash`` over at least ``window_s`` within
+        the reuse period, with their age in seconds; None when there are none."""
+        fits = [e for e in self._entries() if e["chart_hash"] == chart_hash and e["window_s"] >= window_s]
+        if not fits:
             return None
-        if not (same and valid and 0 <= age <= BASELINE_REUSE_SECONDS):
-            return None
-        return slos, age
+        newest = max(fits, key=lambda e: e["measured_at"])
+        return newest["slos"], time.time() - newest["measured_at"]
 
     def keep(self, chart_hash: str | None, window_s: float, slos: dict[str, Any]) -> None:
-        """Write the baseline atomically (a reader sees the old file or the new one); a folder that
+        """Add the baseline (replacing one of the same window; entries of another chart hash or
+        too old go), written atomically: a reader sees the old file or the new one. A folder that
         cannot be written only costs the next process its wait."""
+        entries = [e for e in self._entries() if e["chart_hash"] == chart_hash and e["window_s"] != window_s]
+        entries.append({"chart_hash": chart_hash, "window_s": window_s, "measured_at": time.time(), "slos": slos})
         try:
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
-            tmp.write_text(json.dumps({"chart_hash": chart_hash, "window_s": window_s, "measured_at": time.time(),
-                                       "slos": slos}))
+            tmp.write_text(json.dumps({"baselines": entries}))
             os.replace(tmp, self.path)
         except OSError:
             pass

@@ -95,7 +95,8 @@ def test_a_baseline_that_missed_an_objective_is_never_reused(world):
     assert len(world.sleeps) == 2
 
 
-@pytest.mark.parametrize("tamper", ["cut_short", "not_json", "an_objective_missed", "no_slos", "a_list"])
+@pytest.mark.parametrize("tamper", ["cut_short", "not_json", "an_objective_missed", "no_slos", "a_list",
+                                    "no_entries", "time_as_text"])
 def test_a_kept_baseline_that_does_not_read_as_one_is_measured_again(world, tamper):
     """A file a kill cut short or someone edited (an objective marked missed, the measurements
     gone) is never the baseline an oracle compares with: the window is waited out again."""
@@ -103,15 +104,38 @@ def test_a_kept_baseline_that_does_not_read_as_one_is_measured_again(world, tamp
     [kept] = (world.state / "baselines").iterdir()
     text = kept.read_text()
     doc = json.loads(text)
+    [entry] = doc["baselines"]
     if tamper == "an_objective_missed":
-        doc["slos"]["success_rate"]["met"] = False
+        entry["slos"]["success_rate"]["met"] = False
     elif tamper == "no_slos":
-        del doc["slos"]
+        del entry["slos"]
+    elif tamper == "no_entries":
+        doc = {"baseline": entry}
+    elif tamper == "time_as_text":
+        entry["measured_at"] = "yesterday"
     kept.write_text({"cut_short": text[: len(text) // 2], "not_json": "{{", "a_list": "[1, 2]"}.get(tamper)
                     or json.dumps(doc))
     world.now += 60
     again = world.driver.baseline(world.app(), None, 10)
     assert len(world.sleeps) == 2 and "reused" not in again.get("measured", "")
+
+
+def test_a_shorter_baseline_does_not_push_out_a_longer_one_and_a_longer_one_serves_a_shorter_request(world):
+    """A run's baseline is 30 s, a validation's 20 s: measured in turn on one namespace, each is kept
+    for its own kind, and the 30 s one also serves a 20 s request."""
+    world.driver.baseline(world.app(), None, 30)
+    world.now += 60
+    world.driver.baseline(world.app(), None, 10)  # 20 s asked: the 30 s one serves it
+    assert world.sleeps == [30]
+    world.now += 60
+    world.driver.baseline(world.app(reused=False), None, 10)  # a reinstall measures its own 20 s one
+    assert world.sleeps == [30, 20]
+    world.now += 60
+    assert "reused" in world.driver.baseline(world.app(), None, 30)["measured"]  # the 30 s one is still kept
+    assert world.sleeps == [30, 20]
+    world.driver.baseline(world.app(chart_hash="h2", reused=False), None, 10)  # another release: the old ones go
+    [kept] = (world.state / "baselines").iterdir()
+    assert [e["chart_hash"] for e in json.loads(kept.read_text())["baselines"]] == ["h2"]
 
 
 def test_without_a_namespace_uid_or_a_writable_folder_the_baseline_is_only_measured(world, monkeypatch):

@@ -234,6 +234,9 @@ class BaselineStore:
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_text(json.dumps({"baselines": entries}))
             os.replace(tmp, self.path)
+            for other in self.path.parent.glob("*.json"):  # namespaces gone since: nothing there can be reused
+                if other != self.path and time.time() - other.stat().st_mtime > BASELINE_REUSE_SECONDS:
+                    other.unlink(missing_ok=True)
         except OSError:
             pass
 

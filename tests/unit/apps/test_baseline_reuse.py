@@ -148,3 +148,18 @@ def test_without_a_namespace_uid_or_a_writable_folder_the_baseline_is_only_measu
     (world.state / "baselines").write_text("a file where the folder goes")
     world.driver.baseline(world.app(), None, 10)  # no error: the next one measures again
     assert len(world.sleeps) == 3
+
+
+def test_files_of_namespaces_long_gone_are_removed_when_a_baseline_is_kept(world):
+    import os
+
+    folder = world.state / "baselines"
+    folder.mkdir(parents=True)
+    old, recent = folder / "uid-gone.json", folder / "uid-other.json"
+    for f in (old, recent):
+        f.write_text('{"baselines": []}')
+    now = world.now
+    os.utime(old, (now - drv.BASELINE_REUSE_SECONDS - 5,) * 2)
+    os.utime(recent, (now - 60,) * 2)
+    world.driver.baseline(world.app(), None, 10)
+    assert sorted(p.name for p in folder.iterdir()) == ["uid-1.json", "uid-other.json"]

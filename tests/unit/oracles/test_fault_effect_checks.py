@@ -250,3 +250,64 @@ def test_a_redis_taking_writes_on_a_volume_still_full_is_not_cured(disk_full_fau
     effect = fault_effects.one_effect(RedisKube("OK\nOK\n1\n", used="100%"), "online-shop-gaming", *disk_full_fault)
     assert effect.present, effect.evidence
     assert "/data 100% used" in effect.evidence
+
+
+class _Postgres:
+    """A local TCP server that answers postgres's SSLRequest with 'N' after ``delay`` s, as shop-db
+    does behind a slow link (its one-byte answer gets through; it just comes late)."""
+
+    def __init__(self, delay: float):
+        import socket
+        import threading
+
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(32)
+        self.port = self.sock.getsockname()[1]
+        self.delay = delay
+        threading.Thread(target=self.serve, daemon=True).start()
+
+    def serve(self):
+        import time
+
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            with conn:
+                conn.recv(8)
+                time.sleep(self.delay)
+                conn.sendall(b"N")
+
+
+def run_probe(kind: str, port: int) -> dict:
+    proc = subprocess.run([sys.executable, "-c", fault_effects.PROBE, kind, "127.0.0.1", str(port)],
+                          capture_output=True, text=True, timeout=60)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def test_one_late_answer_is_served_but_a_link_that_makes_every_answer_late_is_not():
+    """shop_db_bandwidth_limit x reconfigure_loadgen (refused, so the 2 kbit/s limit stayed) was called
+    "fault gone" because postgres answered one SSLRequest. The many-exchange probe times each of
+    20 exchanges: late answers are the fault's effect, not service."""
+    slow, fast = _Postgres(0.6), _Postgres(0.0)
+    try:
+        assert run_probe("postgres", slow.port)["ok"] is True  # the single exchange the check used before
+        late = run_probe("many:postgres", slow.port)
+        assert late["ok"] is False and "20/20 postgres exchanges failed or took over 0.5 s" in late["detail"]
+        assert run_probe("many:postgres", fast.port) == {"ok": True,
+                                                         "detail": "20/20 postgres exchanges answered within 0.5 s"}
+    finally:
+        slow.sock.close()
+        fast.sock.close()
+
+
+@pytest.mark.parametrize("injector", ["bandwidth_limit", "network_latency", "packet_loss"])
+def test_slow_and_lossy_links_are_checked_with_many_exchanges(monkeypatch, injector):
+    asked = []
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, service, many=False: asked.append((service, many)))
+    fault = type("F", (), {"injector": injector, "params": {}, "target": type("T", (), {"kind": "StatefulSet",
+                                                                                         "name": "shop-db"})()})()
+    fault_effects.one_effect(None, "online-shop", None, fault)
+    assert asked == [("shop-db", True)]

@@ -6,16 +6,15 @@ new connections work again."""
 
 from __future__ import annotations
 
-import secrets
 import time
 
 import anyio
 import pytest
 
+from fault_runs import open_fault_plane
 from polling import eventually
-from sregym.apps import app_driver, load_app
-from sregym.conductor.faultplane import FaultPlane, serve_volumes
-from sregym.conductor.journal import Journal, RunHeader
+from sregym.apps import load_app
+from sregym.conductor.faultplane import serve_volumes
 from sregym.core.loader import load_catalog
 
 pytestmark = pytest.mark.cluster
@@ -39,13 +38,7 @@ def _pod(cluster, app: str):
 def test_bad_relation_map_block_fails_new_connections_in_the_running_database(cluster):
     # about 60-120 s: deploy or reuse the hotel, serve its volume layer, inject, restart one service
     problem = load_catalog().problem("hotel_db_relmap_sector_error").problem
-    app_driver().deploy(problem.app, cluster)
-    cluster.kube.kubectl("rollout", "status", "statefulset/hotel-db", "-n", NS, "--timeout=240s")
-    run_id = "v" + secrets.token_hex(4)
-    journal = Journal(run_id)
-    journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
-                            context=cluster.context))
-    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=NS, run_id=run_id, run_seed=0)
+    plane, journal = open_fault_plane(cluster, problem, NS, "hotel-db")
     fault = problem.faults[0]
     db_uid = cluster.kube.core.read_namespaced_pod("hotel-db-0", NS).metadata.uid
 

@@ -45,6 +45,14 @@ PTRACE = Mechanism("ptrace", "strace syscall tampering attached to the container
 WORK_DIR = f"/run/{HIDDEN_NAMESPACE}"
 
 
+def syscall_names(v: list[str]) -> list[str]:
+    """``v`` when every entry is a syscall's name (they go into a tracer's command line)."""
+    bad = [s for s in v if not s.replace("_", "").isalnum()]
+    if bad:
+        raise ValueError(f"not syscall names: {bad}")
+    return v
+
+
 class SyscallFailureParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     syscalls: list[str] = Field(..., min_length=1, description="e.g. [openat, read, write, fsync]")
@@ -62,10 +70,7 @@ class SyscallFailureParams(BaseModel):
     @field_validator("syscalls")
     @classmethod
     def _names(cls, v: list[str]) -> list[str]:
-        bad = [s for s in v if not s.replace("_", "").isalnum()]
-        if bad:
-            raise ValueError(f"not syscall names: {bad}")
-        return v
+        return syscall_names(v)
 
 
 def strace_argv(params: SyscallFailureParams, pids: list[int], token: str) -> list[str]:
@@ -235,6 +240,11 @@ class SyscallFailure(Injector[SyscallFailureParams]):
                         if s["name"] != tc.container and s.get("containerID"))
         return SyscallState(container=tc.as_state(), token=token, other_containers=others)
 
+    def tracer_argv(self, token: str) -> list[str]:
+        """The strace command line the node's supervisor attaches to each container (its pids
+        appended): the ptrace mechanism's; a primitive that tampers otherwise overrides it."""
+        return strace_argv(self.params, [], token)
+
     # -- seccomp: a profile on every node and the container restarted with it ------------------
     def _plan_seccomp(self) -> SyscallState:
         ns = namespace_of(self.ctx, self.target)
@@ -274,11 +284,11 @@ class SyscallFailure(Injector[SyscallFailureParams]):
         if not cid:
             raise FaultError(f"pod {tc.pod} container {tc.container} no longer runs")
         pids = [p.pid for p in container_processes(runner, cid)]
-        if self.mechanism.name == PTRACE.name:
+        if self.mechanism.name != EBPF.name:  # ptrace, or a subclass's tracer mechanism
             script = f"{WORK_DIR}/{state.token}.py"
             install_file(runner, script, TRACER_SUPERVISOR)
             spawn(runner, ["python3", script, tc.pod_uid, ",".join(state.other_containers),
-                           json.dumps(strace_argv(self.params, [], state.token))],
+                           json.dumps(self.tracer_argv(state.token))],
                   log=f"{WORK_DIR}/{state.token}.log")
             poll(lambda: self._traced(runner, state), 10, 0.2)
         else:

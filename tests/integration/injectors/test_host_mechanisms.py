@@ -134,3 +134,33 @@ def test_chain_scripts_add_and_remove_exactly_our_rules():
     assert during.count("-j POD-TEST") == 2  # hooked once per hook even when applied twice
     assert during.count("--probability 0.5") == 1
     assert "POD-TEST" not in after
+
+
+def test_slow_disk_tracer_holds_each_fdatasync_for_the_delay(tmp_path):
+    """slow_disk's strace line, attached to a running process as the node supervisor attaches it,
+    holds every fdatasync for the delay and fails none; detached (SIGTERM), the calls are fast again."""
+    from injectors.slow_disk import SlowDiskParams, delay_argv
+
+    data, marks = tmp_path / "wal", tmp_path / "marks"
+    child = subprocess.Popen([sys.executable, "-c", (
+        "import os,sys,time\nfd=os.open(sys.argv[1],os.O_WRONLY|os.O_CREAT)\nout=open(sys.argv[2],'a')\n"
+        "while True:\n t=time.monotonic(); os.write(fd,b'x'); os.fdatasync(fd)\n"
+        " out.write(f'{time.monotonic()-t:.3f}\\n'); out.flush(); time.sleep(0.05)\n"), str(data), str(marks)])
+    argv = delay_argv(SlowDiskParams(delay_ms=300), "hwtest")
+    argv[argv.index("-o") + 1] = str(tmp_path / "trace")
+    tracer = subprocess.Popen(argv + ["-p", str(child.pid)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(2.0)
+        slow = [float(x) for x in marks.read_text().split()[-3:]]
+        tracer.terminate()
+        tracer.wait(10)
+        n = len(marks.read_text().split())
+        time.sleep(1.0)
+        fast = [float(x) for x in marks.read_text().split()[n:]]
+        assert len(slow) == 3 and all(s >= 0.29 for s in slow), slow
+        assert fast and max(fast) < 0.2, fast  # detached: the disk is fast again
+        assert child.poll() is None  # nothing failed
+    finally:
+        tracer.kill()
+        child.kill()
+        child.wait()

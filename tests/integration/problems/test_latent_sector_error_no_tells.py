@@ -7,14 +7,13 @@ faulty one is read after the fault went in and was verified."""
 from __future__ import annotations
 
 import re
-import secrets
 
 import anyio
 import pytest
 
-from sregym.apps import app_driver, load_app
-from sregym.conductor.faultplane import FaultPlane, serve_volumes
-from sregym.conductor.journal import Journal, RunHeader
+from fault_runs import open_fault_plane
+from sregym.apps import load_app
+from sregym.conductor.faultplane import serve_volumes
 from sregym.core.loader import load_catalog
 
 pytestmark = pytest.mark.cluster
@@ -45,13 +44,7 @@ def mount_view(cluster) -> dict[str, list[str]]:
 def test_the_database_sees_the_same_mounts_in_healthy_and_faulty_runs(cluster):
     # about 60-90 s: deploy or reuse the shop, roll out shop-db, serve, inject and verify, recover
     problem = load_catalog().problem("latent_sector_error").problem
-    app_driver().deploy(problem.app, cluster)
-    cluster.kube.kubectl("rollout", "status", "statefulset/shop-db", "-n", NS, "--timeout=240s")
-    run_id = "v" + secrets.token_hex(4)
-    journal = Journal(run_id)
-    journal.start(RunHeader(run_id=run_id, problem_id=problem.id, kubeconfig=str(cluster.kubeconfig),
-                            context=cluster.context))
-    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=NS, run_id=run_id, run_seed=0)
+    plane, journal = open_fault_plane(cluster, problem, NS, "shop-db")
     fault = problem.faults[0]
 
     async def scenario() -> tuple[dict, dict]:

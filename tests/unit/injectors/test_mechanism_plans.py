@@ -8,6 +8,7 @@ import pytest
 from injectors.latent_sector_error import _PG_SESSION, LatentSectorError, choose_blocks, postgres_reopen_sql
 from sregym.injectors import dust
 from injectors.network_latency import NetworkLatency, netem_script, queue_number
+from injectors.slow_disk import SlowDisk, SlowDiskParams, delay_argv
 from injectors.syscall_failure import SyscallFailure, SyscallFailureParams, bcc_loader, bcc_program, seccomp_profile, strace_argv
 from sregym.core.errors import MechanismUnavailable, UserInputError
 
@@ -119,6 +120,21 @@ def test_strace_injects_every_nth_call_on_a_path_for_all_container_processes():
     assert "inject=openat:error=EIO:when=1+4" in s and "-P /data/x" in s and "-p 11 -p 12" in s
     full = " ".join(strace_argv(SyscallFailureParams(syscalls=["read"]), [1], "t"))
     assert "inject=read:error=EIO" in full and "when=" not in full
+
+
+def test_slow_disk_delays_the_disk_waiting_calls_and_fails_none():
+    """A slow disk holds fsync/fdatasync for the delay (strace's delay_enter, in microseconds); it
+    never makes a call fail, and its tracer is the one mechanism this VM has for it."""
+    argv = delay_argv(SlowDiskParams(delay_ms=600), "tok")
+    s = " ".join(argv)
+    assert "inject=fsync,fdatasync:delay_enter=600000" in s and "error=" not in s and "-p" not in argv
+    assert SlowDisk.choose_mechanism(THIS_VM).name == "ptrace-delay"
+    with pytest.raises(MechanismUnavailable, match="ptrace"):  # refused, never faked
+        SlowDisk.choose_mechanism({**THIS_VM, "ptrace": False})
+    with pytest.raises(UserInputError, match="delay_ms"):
+        SlowDisk.parse_params({"delay_ms": 0})
+    with pytest.raises(UserInputError, match="syscalls"):
+        SlowDisk.parse_params({"delay_ms": 5, "syscalls": ["fsync; reboot"]})
 
 
 def test_bad_params_name_the_field():

@@ -60,6 +60,7 @@ OLD_STATES = {
     "process_signal": {"container": TC, "processes": [[4242, "123456"]]},
     "resource_stress": {"container": TC, "token": "s1", "cgroups": []},
     "syscall_failure": {"container": TC, "token": "t1", "other_containers": []},
+    "slow_disk": {"container": TC, "token": "t1", "other_containers": []},
 }
 # the other shapes one primitive plans, by mechanism
 OTHER_SHAPES = [

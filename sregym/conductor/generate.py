@@ -21,6 +21,7 @@ from typing import Any
 
 import yaml
 
+from sregym.apps.lifecycle import loadgen_name, loadgen_namespace
 from sregym.apps.spec import AppSpec, DatastoreSpec, list_apps, load_app
 from sregym.conductor.checks import NOISE_PREFIX
 from sregym.core.errors import UserInputError
@@ -38,6 +39,7 @@ class Target:
     name: str
     role: str  # service, datastore, loadgen, settings, credentials
     datastore: DatastoreSpec | None = None
+    namespace: str | None = None  # where it runs when not in the app's namespace (the load generator)
     depends_on: tuple[str, ...] = ()
     claims: tuple[str, ...] = ()  # PersistentVolumeClaims a service's pods mount
 
@@ -65,8 +67,9 @@ def app_targets(app: AppSpec) -> list[Target]:
         out.append(Target(app.name, d.kind, d.name, "datastore", datastore=d))
         if d.credentials_secret:
             out.append(Target(app.name, "Secret", d.credentials_secret, "credentials", datastore=d))
-    if app.workload:
-        out.append(Target(app.name, "Deployment", app.workload.service, "loadgen"))
+    if app.workload:  # in the load generators' namespace, one per app namespace
+        out.append(Target(app.name, "Deployment", loadgen_name(app, app.namespace), "loadgen",
+                          namespace=loadgen_namespace()))
     # our charts put a Service with the component's name in front of each service and data store
     out += [Target(app.name, "Service", t.name, "service", depends_on=t.depends_on)
             for t in out if t.role in ("service", "datastore")]
@@ -86,9 +89,12 @@ _NEEDS: dict[str, Callable[[Target], bool]] = {
     and t.datastore.engine in ("redis", "postgresql") and bool(t.datastore.credentials_secret),
     "latent_sector_error": _persistent,
     "disk_full": _persistent,
-    # The SLO load generator (in the loadgen namespace) is the grader's measuring instrument: a
-    # surge there would change what the SLOs measure. A surge needs its own client (issue 19).
-    "load_surge": lambda t: False,
+    # The SLO load generator is the app's users: a surge is more of them (shop_api_traffic_surge).
+    # The SLOs compare per-request quality (success share, p95) with the baseline, which capacity
+    # restores at any rate; the generator's namespace is out of the agent's reach, so the surge
+    # cannot be "fixed" by silencing it. No other primitive may touch it: a broken load generator
+    # is a broken measurement, not an incident.
+    "load_surge": lambda t: t.role == "loadgen",
     # the primitive moves a Deployment's claim (a StatefulSet's claim templates are immutable): a
     # service with a claim of its own, or a persistent store run as a Deployment
     "pvc_problem": lambda t: t.kind == "Deployment" and (bool(t.claims) or _persistent(t)),
@@ -184,6 +190,8 @@ def _suggested_params(c: Candidate) -> dict[str, Any]:
         known = {"peer_service": t.depends_on[0]}
     elif c.injector == "network_policy_deny" and t.depends_on:
         known = {"dependency": t.depends_on[0]}
+    elif c.injector == "load_surge":  # the rate every chart's load generator reads
+        known = {"env": {"LOADGEN_RPS": TODO}}
     params: dict[str, Any] = {}
     for name, field in cls.Params.model_fields.items():
         if name in known:
@@ -205,6 +213,8 @@ def _oracle_hint(c: Candidate) -> str:
         "service_misconfig": f"http_probe {{url: http://{t.name}.<namespace>.svc:<port>/<path>}}",
         "credential_rotation": "workload_health {workloads: [<a client of the store>]}",
         "network_policy_deny": "no_network_policy_denying {source_workload: ..., service: ...}",
+        "load_surge": ("slo (users feel a surge as latency and errors; what fixes it is capacity on the "
+                       "bottleneck, which a vulnerability fault such as resource_limits can make scarce)"),
     }
     return hints.get(c.injector, f"workload_health {{workloads: [{t.name}]}}, or slo for latency-only faults")
 
@@ -215,7 +225,8 @@ def skeleton(c: Candidate, problem_id: str) -> str:
     t = c.target
     fault: dict[str, Any] = {"id": re.sub(r"[^a-z0-9_]", "_", t.name.lower()) or "fault",
                              "injector": c.injector, "params": _suggested_params(c),
-                             "target": {"kind": t.kind, "name": t.name}}
+                             "target": {**({"namespace": t.namespace} if t.namespace else {}),
+                                        "kind": t.kind, "name": t.name}}
     body = {
         "schema_version": 1,
         "id": problem_id,
@@ -223,8 +234,10 @@ def skeleton(c: Candidate, problem_id: str) -> str:
         "alert": TODO,
         "app": {"name": t.app},
         "faults": [fault],
-        "ground_truth": {"root_cause": TODO, "component": t.name, "mechanism": TODO, "details": [],
-                         "scope": [t.name], "impact": TODO, "evidence": []},
+        # a surge's root cause is where capacity runs out, never the users' client
+        "ground_truth": {"root_cause": TODO, "component": TODO if t.role == "loadgen" else t.name,
+                         "mechanism": TODO, "details": [], "scope": [] if t.role == "loadgen" else [t.name],
+                         "impact": TODO, "evidence": []},
         "oracles": {"mitigation": []},
         "difficulty": "medium",
         "tags": {"layer": TODO, "fault_family": c.injector, "failure_mode": TODO},

@@ -45,10 +45,26 @@ def test_claims_are_moved_only_on_deployments_that_mount_one(pairs):
     assert refs(pairs, "pvc_problem") == {"online-shop/Deployment/web"}
 
 
-def test_no_generated_problem_touches_the_slo_load_generator(pairs):
-    # it is the grader's measuring instrument (and runs in its own namespace, not the app's)
-    assert refs(pairs, "load_surge") == set()
-    assert not [c for c in pairs if c.target.role == "loadgen"]
+def test_only_a_surge_touches_the_slo_load_generator(pairs):
+    """The load generator is the app's users: a surge is more of them (shop_api_traffic_surge), in
+    the load generators' namespace; any other primitive there would break the measurement, not the app."""
+    assert refs(pairs, "load_surge") == {"hotel-reservation/Deployment/loadgen-hotel-reservation",
+                                         "online-shop/Deployment/loadgen-online-shop",
+                                         "event-pipeline/Deployment/loadgen-event-pipeline"}
+    assert {c.injector for c in pairs if c.target.role == "loadgen"} == {"load_surge"}
+    assert {c.target.namespace for c in pairs if c.target.role == "loadgen"} == {"observability"}
+
+
+def test_a_surge_skeleton_targets_the_generator_in_its_namespace_and_asks_for_the_rate(apps, tmp_path):
+    c = gen.find_candidate("load_surge", "online-shop/Deployment/loadgen-online-shop", apps)
+    assert c.covered_by == () or "shop_api_traffic_surge" in c.covered_by
+    data = yaml.safe_load(gen.write_skeleton(c, tmp_path).read_text())
+    assert data["faults"][0]["target"] == {"namespace": "observability", "kind": "Deployment",
+                                           "name": "loadgen-online-shop"}
+    assert data["faults"][0]["params"] == {"env": {"LOADGEN_RPS": "TODO"}}
+    assert data["ground_truth"]["component"] == "TODO"  # where capacity runs out: the author's to say
+    with pytest.raises(ProblemFileError):
+        load_problem_file(gen.write_skeleton(c, tmp_path / "again"))
 
 
 def test_kinds_follow_each_injectors_targets(pairs):

@@ -18,7 +18,7 @@ from sregym.apps.slo import measure_slos
 from sregym.apps.spec import AppSpec, charts_root, load_app
 from sregym.cluster.entry_path import entry_path as path_of, read_app_paths
 from sregym.cluster.handle import ClusterHandle
-from sregym.cluster.local.paths import state_root
+from sregym.cluster.local.paths import private_dir, state_root
 from sregym.core.promql import MIN_RATE_WINDOW_SECONDS
 
 
@@ -230,7 +230,7 @@ class BaselineStore:
         entries = [e for e in self._entries() if e["chart_hash"] == chart_hash and e["window_s"] != window_s]
         entries.append({"chart_hash": chart_hash, "window_s": window_s, "measured_at": time.time(), "slos": slos})
         try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
             tmp.write_text(json.dumps({"baselines": entries}))
             os.replace(tmp, self.path)

@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sregym.cluster.local.paths import state_root
+from sregym.cluster.local.paths import private_append, private_dir, state_root
 from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
 
@@ -82,8 +82,8 @@ def _owner_file(directory: Path | None = None) -> Path:
 
 def _append(path: Path, entry: dict) -> None:
     new = not path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as f:
+    private_dir(path.parent)
+    with os.fdopen(private_append(path), "a", encoding="utf-8") as f:
         f.write(json.dumps(entry) + "\n")
         f.flush()
         os.fsync(f.fileno())

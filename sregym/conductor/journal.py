@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from sregym.cluster.local.paths import private_append, private_dir
 from sregym.cluster.owned_processes import ProcessIdentity
 from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
@@ -103,8 +104,8 @@ class Journal:
     def _append(self, entry: Entry) -> None:
         try:
             new = not self.path.exists()
-            self.dir.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
+            private_dir(self.dir)
+            with os.fdopen(private_append(self.path), "a", encoding="utf-8") as f:
                 f.write(entry.model_dump_json(exclude_none=True) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
@@ -157,8 +158,7 @@ class Journal:
     def close(self) -> None:
         """Mark the run clean and move its file to ``closed/`` so cleanup no longer scans it."""
         self._append(Entry(op="closed", run_id=self.run_id))
-        archive = self.dir / "closed"
-        archive.mkdir(exist_ok=True)
+        archive = private_dir(self.dir / "closed")
         self.path.replace(archive / self.path.name)
         self.path = archive / self.path.name
 

@@ -11,6 +11,24 @@ def state_root() -> Path:
     return Path(os.environ.get("SREGYM_STATE", "/var/lib/sregym"))
 
 
+def private_dir(path: Path) -> Path:
+    """``path`` made if missing and readable by its owner only (0700), also when an older sregym
+    left it open: the journals and records in it name what a run injects, which an agent placed on
+    the host as another user (``--agent-host --run-as``) must not read."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if path.stat().st_mode & 0o077:
+        try:
+            path.chmod(0o700)
+        except PermissionError:  # another user's folder (a shared volume): its owner decides; each file is 0600
+            pass
+    return path
+
+
+def private_append(path: Path) -> int:
+    """A file descriptor appending to ``path``, which is created readable by its owner only (0600)."""
+    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+
+
 @dataclass(frozen=True)
 class LocalPaths:
     name: str = "default"

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sregym.cluster.local.paths import LocalPaths
+from sregym.cluster.local.paths import LocalPaths, private_dir
 
 
 @dataclass
@@ -73,7 +73,7 @@ def running_pid(paths: LocalPaths, name: str) -> int | None:
 
 
 def start(paths: LocalPaths, daemon: Daemon) -> int:
-    paths.logs.mkdir(parents=True, exist_ok=True)
+    private_dir(paths.logs)  # the control plane's logs name what the fault plane does (its pods, the edits)
     paths.pids.mkdir(parents=True, exist_ok=True)
     log = open(paths.log(daemon.name), "ab", buffering=0)
     log.write(f"\n==== {time.strftime('%Y-%m-%dT%H:%M:%S')} starting: {' '.join(daemon.argv)}\n".encode())

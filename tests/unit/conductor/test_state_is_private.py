@@ -71,3 +71,21 @@ def test_the_helper_process_records_are_private_too(state):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_the_local_clusters_daemon_logs_are_private(state):
+    """The controller manager's and kubelet's logs name the fault plane's pods and the objects a
+    fault edits; they were 0755/0644 beside the journals."""
+    from sregym.cluster.local import processes
+    from sregym.cluster.local.paths import LocalPaths
+
+    paths = LocalPaths("t")
+    paths.logs.mkdir(parents=True, mode=0o755)
+    paths.logs.chmod(0o755)  # as a cluster started by an older sregym left it
+    pid = processes.start(paths, processes.Daemon("sleeper", ["/bin/sleep", "30"]))
+    try:
+        assert oct(paths.logs.stat().st_mode & 0o777) == "0o700"
+        assert as_nobody("cat", str(paths.log("sleeper"))).returncode != 0
+    finally:
+        processes.stop(paths, "sleeper", timeout=5)
+    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"

@@ -151,6 +151,8 @@ class AppsDriver:
             return {"healthy": healthy, "detail": detail, "measured": f"workload readiness only ({why})",
                     **probes_and_path}
         store = BaselineStore.of(cluster, deployed.namespace) if deployed.chart_hash else None
+        if store is not None and not deployed.reused:  # (re)installed: what was kept measured the release before
+            store.forget()
         earlier = store.reusable(deployed.chart_hash, window_s) if store and healthy and deployed.reused else None
         if earlier is not None:
             slos, age = earlier
@@ -195,7 +197,7 @@ class BaselineStore:
         return cls(state_root() / "baselines" / f"{uid}.json") if uid else None
 
     def _entries(self) -> list[dict[str, Any]]:
-        """The kept entries that read as baselines (any other is left out), each with its age."""
+        """The kept entries that read as baselines within the reuse period (any other is left out)."""
         try:
             doc = json.loads(self.path.read_text())
             kept = doc["baselines"] if isinstance(doc, dict) else []
@@ -222,6 +224,9 @@ class BaselineStore:
             return None
         newest = max(fits, key=lambda e: e["measured_at"])
         return newest["slos"], time.time() - newest["measured_at"]
+
+    def forget(self) -> None:
+        self.path.unlink(missing_ok=True)
 
     def keep(self, chart_hash: str | None, window_s: float, slos: dict[str, Any]) -> None:
         """Add the baseline (replacing one of the same window; entries of another chart hash or

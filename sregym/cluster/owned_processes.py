@@ -27,7 +27,7 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from sregym.cluster.local.paths import private_append, private_dir, state_root
+from sregym.cluster.local.paths import private_append_line, state_root
 from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
 
@@ -81,18 +81,7 @@ def _owner_file(directory: Path | None = None) -> Path:
 
 
 def _append(path: Path, entry: dict) -> None:
-    new = not path.exists()
-    private_dir(path.parent)
-    with os.fdopen(private_append(path), "a", encoding="utf-8") as f:
-        f.write(json.dumps(entry) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    if new:  # the new file's directory entry must be durable too
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    private_append_line(path, json.dumps(entry))
 
 
 @dataclass(frozen=True)

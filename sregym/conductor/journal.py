@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from sregym.cluster.local.paths import private_append, private_dir
+from sregym.cluster.local.paths import private_append_line, private_dir
 from sregym.cluster.owned_processes import ProcessIdentity
 from sregym.cluster.scratch import process_start_time
 from sregym.core.errors import PrerequisiteError
@@ -103,18 +103,7 @@ class Journal:
 
     def _append(self, entry: Entry) -> None:
         try:
-            new = not self.path.exists()
-            private_dir(self.dir)
-            with os.fdopen(private_append(self.path), "a", encoding="utf-8") as f:
-                f.write(entry.model_dump_json(exclude_none=True) + "\n")
-                f.flush()
-                os.fsync(f.fileno())
-            if new:  # make the new file's directory entry durable too
-                fd = os.open(self.dir, os.O_RDONLY)
-                try:
-                    os.fsync(fd)
-                finally:
-                    os.close(fd)
+            private_append_line(self.path, entry.model_dump_json(exclude_none=True))
         except OSError as e:
             raise PrerequisiteError(f"cannot write the journal {self.path}: {e}",
                                     hint="set SREGYM_STATE to a writable folder") from None

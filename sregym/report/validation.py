@@ -22,15 +22,14 @@ def _entries(logs: list[Path]) -> list[dict[str, Any]]:
     return [e for log in logs for e in read_json_lines(log, {"problem", "ok", "steps"})]
 
 
-def latest_runs(logs: list[Path]) -> list[dict[str, Any]]:
-    """The last entry of each (problem, seed, noise) over ``logs`` in order, sorted by problem."""
-    runs = {_key(e): e for e in _entries(logs)}
+def latest_runs(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last of ``entries`` (the logs' lines in order) of each (problem, seed, noise), sorted by problem."""
+    runs = {_key(e): e for e in entries}
     return [runs[k] for k in sorted(runs, key=lambda k: (k[0], k[1], k[2]))]
 
 
-def earlier_invalid(logs: list[Path]) -> dict[tuple, int]:
+def earlier_invalid(entries: list[dict[str, Any]]) -> dict[tuple, int]:
     """How many INVALID runs of each (problem, seed, noise) came before its latest one."""
-    entries = _entries(logs)
     last = {_key(e): i for i, e in enumerate(entries)}
     counts: dict[tuple, int] = {}
     for i, e in enumerate(entries):
@@ -59,8 +58,8 @@ def _earlier(n: int) -> str:
 
 def validation_markdown(logs: list[Path]) -> str:
     """The generated block: a summary line and one table row per problem and seed."""
-    runs = latest_runs(logs)
-    before = earlier_invalid(logs)
+    entries = _entries(logs)
+    runs, before = latest_runs(entries), earlier_invalid(entries)
     if not runs:
         return "No validation lines in " + ", ".join(map(str, logs)) + "."
     problems = sorted({e["problem"] for e in runs})

@@ -24,9 +24,21 @@ def private_dir(path: Path) -> Path:
     return path
 
 
-def private_append(path: Path) -> int:
-    """A file descriptor appending to ``path``, which is created readable by its owner only (0600)."""
-    return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+def private_append_line(path: Path, line: str) -> None:
+    """Append ``line`` to ``path`` durably (the line fsync'd, and a new file's directory entry too),
+    in a private folder (:func:`private_dir`), the file created readable by its owner only (0600)."""
+    new = not path.exists()
+    private_dir(path.parent)
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "a", encoding="utf-8") as f:
+        f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    if new:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,10 @@ images_app = typer.Typer(help="Build images offline (debootstrap + podman) and l
 def build(
     only: Optional[list[str]] = typer.Option(None, "--only", help="Build only this image (and its parents); repeatable."),
     load: bool = typer.Option(True, "--load/--no-load", help="Import into the cluster's container runtime."),
+    without_binaries: bool = typer.Option(
+        False, "--without-binaries",
+        help="Leave out the images that take a Go binary sregym builds (kubectl, helm, the agent proxy): "
+             "scripts/install.sh builds the others beside those Go builds."),
     cluster: str = typer.Option("default", "--cluster", help="Cluster name."),
     provider: str = typer.Option("local", "--provider", help="local | kind | existing"),
 ) -> None:
@@ -26,16 +30,17 @@ def build(
 
     console = Console()
     started = time.monotonic()
+    what = dict(only=only or None, load=load, without_binaries=without_binaries, provider=provider, cluster=cluster)
     if not console.is_terminal:  # a log file or CI: a line per step, else nothing shows for minutes
         def log_line(name: str, what: str) -> None:
             console.print(f"[{time.monotonic() - started:6.1f}s] {name}: {what}", highlight=False)
-        results = build_images(only or None, load=load, provider=provider, cluster=cluster, on_event=log_line)
+        results = build_images(on_event=log_line, **what)
     else:
         with Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
                       transient=True) as progress:
             task = progress.add_task("discovering images", total=None)
-            results = build_images(only or None, load=load, provider=provider, cluster=cluster,
-                                   on_event=lambda name, what: progress.update(task, description=f"{name}: {what}"))
+            results = build_images(on_event=lambda name, step: progress.update(task, description=f"{name}: {step}"),
+                                   **what)
     table = Table("image", "reference", "status", "loaded", "seconds")
     for r in results:
         table.add_row(r.name, r.refs[0], r.status, "yes" if r.loaded else "-", f"{r.seconds:.1f}")

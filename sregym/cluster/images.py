@@ -90,6 +90,7 @@ def build_images(
     only: list[str] | None = None,
     *,
     load: bool = True,
+    without_binaries: bool = False,
     provider: str = "local",
     cluster: str = "default",
     socket: Path | None = None,
@@ -99,10 +100,14 @@ def build_images(
     """Build (or reuse) the images named in ``only`` (all when empty) and their parents; load them.
 
     ``on_event(name, what)`` reports progress (``what`` is e.g. "building", "loading", "cached").
+    ``without_binaries`` leaves out every image that takes a Go binary sregym builds (kubectl, helm,
+    the agent proxy), so the rest can be built while those binaries are still compiling.
     """
     repo = (repo or repo_root()).resolve()
     found = recipes.discover(repo)
     order = recipes.build_order(found, only)
+    if without_binaries:
+        order = [r for r in order if not recipes.needs_binaries(r.name, found)]
     memo: dict[str, str] = {}
     digests = {r.name: recipes.input_hash(r, found, memo) for r in order}
     runtime = target(provider, cluster, socket) if load else None

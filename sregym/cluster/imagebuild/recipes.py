@@ -179,6 +179,12 @@ def assembled_context(repo: Path, listing: Path) -> tuple[tuple[tuple[Path, str]
     return tuple(files), tuple(binaries)
 
 
+def needs_binaries(name: str, recipes: dict[str, ImageRecipe]) -> bool:
+    """Whether ``name``, or a parent it is built FROM, takes a binary sregym builds with Go."""
+    recipe = recipes[name]
+    return bool(recipe.binaries) or any(needs_binaries(parent, recipes) for parent in recipe.parents)
+
+
 def build_order(recipes: dict[str, ImageRecipe], wanted: list[str] | None = None) -> list[ImageRecipe]:
     """Recipes in an order where each parent comes before its children (only ``wanted`` and their parents)."""
     order: list[ImageRecipe] = []

@@ -123,3 +123,23 @@ def test_an_assembled_context_naming_a_missing_path_is_refused_with_its_line(tmp
     (runner / "context.txt").write_text("pyproject.toml\n")
     with pytest.raises(UserInputError, match=r"context.txt:1: 'pyproject.toml' is not a path"):
         recipes.discover(repo)
+
+
+def test_images_that_take_a_go_binary_through_a_parent_are_told_apart_for_the_install_beside_go(tmp_path):
+    """scripts/install.sh builds, beside the Go builds, only the images that need none of their binaries."""
+    repo = make_repo(tmp_path)
+    runner = repo / "images/runner"
+    runner.mkdir()
+    (runner / "Dockerfile").write_text("FROM sregym/base:bookworm\n")
+    (runner / "context.txt").write_text("binary kubectl\n")
+    child = repo / "images/child"
+    child.mkdir()
+    (child / "Dockerfile").write_text("FROM sregym/runner:latest\n")
+    files = repo / "images/files"
+    files.mkdir()
+    (files / "Dockerfile").write_text("FROM sregym/base:bookworm\n")
+    (files / "context.txt").write_text("images/base/packages.txt\n")  # repository files, no binary
+    found = recipes.discover(repo)
+    assert {name for name in found if recipes.needs_binaries(name, found)} == {"runner", "child"}
+    assert not recipes.needs_binaries("web", found) and not recipes.needs_binaries("base", found)
+    assert not recipes.needs_binaries("files", found)

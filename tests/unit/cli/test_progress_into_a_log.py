@@ -17,7 +17,7 @@ pytestmark = pytest.mark.ci
 
 def test_images_build_prints_a_line_per_step_into_a_log(monkeypatch: pytest.MonkeyPatch,
                                                        capsys: pytest.CaptureFixture[str]) -> None:
-    def fake_build(only, *, load, provider, cluster, on_event):  # noqa: ANN001, ANN202 - no podman here
+    def fake_build(only, *, load, without_binaries, provider, cluster, on_event):  # noqa: ANN001, ANN202 - no podman here
         for name, what in (("base", "building"), ("base", "built"), ("shop", "loading")):
             on_event(name, what)
         return [SimpleNamespace(name="base", refs=["sregym/base:1"], status="built", loaded=True, seconds=1.0,

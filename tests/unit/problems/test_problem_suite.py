@@ -7,6 +7,7 @@ import pytest
 
 from sregym.conductor.checks import check_problem
 from sregym.core.loader import REPO_PROBLEMS_DIR, load_catalog
+from sregym.core.problem import Layer
 from sregym.report.problem_docs import render
 
 DOCS = REPO_PROBLEMS_DIR.parent / "docs" / "problems.md"
@@ -117,7 +118,20 @@ def test_suites_hold_known_problems_and_full_holds_all(catalog):
     assert full == set(catalog.problems)
     lite = [lp.id for lp in catalog.suite_problems("lite")]
     assert lite and "latent_sector_error" in lite
-    assert not any(catalog.problems[i].problem.no_op for i in lite)
+
+
+# The load layer's one problem is not valid at the first try on every seed yet (problems/suites/lite.yaml)
+NOT_IN_LITE_YET = {Layer.load}
+
+
+def test_lite_holds_every_app_and_every_layer_and_a_control(catalog):
+    """Issue 19: CI validates the lite suite on every run, so it must hold a problem of every app and
+    every layer (a no-op control too: validated under noise, it proves that noise alone breaks nothing)."""
+    lite = [catalog.problems[lp.id].problem for lp in catalog.suite_problems("lite")]
+    every = [lp.problem for lp in catalog.problems.values()]
+    assert {p.app.name for p in lite} == {p.app.name for p in every}
+    assert {p.tags.layer for p in lite} == {p.tags.layer for p in every} - NOT_IN_LITE_YET
+    assert any(p.no_op for p in lite)
 
 
 def test_problem_docs_are_up_to_date(catalog):

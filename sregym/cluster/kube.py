@@ -6,6 +6,8 @@ import json
 import os
 import shutil
 import subprocess
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -102,6 +104,26 @@ class Kube:
         if not 200 <= resp.status < 300:
             raise ClusterError(f"cannot read {path} from the Kubernetes API: {resp.status} {resp.reason}")
         return json.loads(resp.data)
+
+    def answers_as(self, namespace: str, service_account: str, path: str, *, at_once: int = 1) -> list[int]:
+        """The HTTP statuses of ``at_once`` GETs of ``path`` sent together as ``service_account`` of
+        ``namespace`` (impersonated: the API server authenticates, then impersonates, then applies
+        API Priority and Fairness, so flow control classifies them as the account's own requests
+        and answers 429 where it would refuse them). A refusal by RBAC is a 403, not a 429."""
+        api, barrier = self.api_client, threading.Barrier(at_once)
+        headers = {"Accept": "application/json", "Impersonate-User":
+                   f"system:serviceaccount:{namespace}:{service_account}"}
+
+        def one() -> int:
+            method, url, hdrs, body, _ = api.param_serialize("GET", path, header_params=dict(headers),
+                                                             auth_settings=["BearerToken"])
+            barrier.wait(timeout=30)
+            resp = api.call_api(method, url, header_params=hdrs, body=body, _request_timeout=30)
+            resp.read()
+            return resp.status
+
+        with ThreadPoolExecutor(max_workers=at_once) as pool:
+            return [f.result() for f in [pool.submit(one) for _ in range(at_once)]]
 
     def served_kinds(self, api_version: str) -> dict[str, tuple[str, bool]]:
         """``kind -> (plural, namespaced)`` of what the API serves at ``api_version`` (``v1``,

@@ -30,6 +30,7 @@ API_VERSIONS = {
     "Node": "v1", "Namespace": "v1", "ServiceAccount": "v1", "ResourceQuota": "v1", "LimitRange": "v1",
     "Endpoints": "v1", "Event": "v1", "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
     "NetworkPolicy": "networking.k8s.io/v1", "EndpointSlice": "discovery.k8s.io/v1",
+    "FlowSchema": "flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration": "flowcontrol.apiserver.k8s.io/v1",
 }
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 RESTART_ANNOTATION = "kubectl.kubernetes.io/restartedAt"  # what `kubectl rollout restart` sets

@@ -85,7 +85,8 @@ PYTHON_IMAGES = {"hotel", "shop", "pipeline"}
 PEER_WAIT_SECONDS = 120
 POD_SCOPED = {"network_partition", "packet_loss", "bandwidth_limit", "dns_failure", "network_latency",
               "resource_stress", "syscall_failure", "latent_sector_error", "disk_full"}
-LAYER_FAMILY = {"kubernetes": "Kubernetes objects", "application": "application config", "os": "OS",
+LAYER_FAMILY = {"kubernetes": "Kubernetes objects", "control-plane": "control plane", "application": "application config",
+                "os": "OS",
                 "network": "network", "hardware": "hardware", "load": "load"}
 
 

@@ -105,22 +105,32 @@ class Kube:
             raise ClusterError(f"cannot read {path} from the Kubernetes API: {resp.status} {resp.reason}")
         return json.loads(resp.data)
 
+    def request_as(self, namespace: str, service_account: str, method: str, path: str, body: Any = None,
+                   query: list[tuple[str, str]] | None = None) -> tuple[int, str]:
+        """(status, body) of one request made as ``service_account`` of ``namespace`` (impersonated
+        with the admin credentials: authorization, flow control and admission treat it as the
+        account's own request). Never raises on an HTTP error status."""
+        api = self.api_client
+        headers = {"Accept": "application/json",
+                   "Impersonate-User": f"system:serviceaccount:{namespace}:{service_account}"}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        m, url, hdrs, data, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers,
+                                                    body=body, auth_settings=["BearerToken"])
+        resp = api.call_api(m, url, header_params=hdrs, body=data, _request_timeout=30)
+        resp.read()
+        return resp.status, (resp.data or b"").decode(errors="replace")
+
     def answers_as(self, namespace: str, service_account: str, path: str, *, at_once: int = 1) -> list[int]:
         """The HTTP statuses of ``at_once`` GETs of ``path`` sent together as ``service_account`` of
-        ``namespace`` (impersonated: the API server authenticates, then impersonates, then applies
+        ``namespace`` (:meth:`request_as`: the API server authenticates, impersonates, then applies
         API Priority and Fairness, so flow control classifies them as the account's own requests
         and answers 429 where it would refuse them). A refusal by RBAC is a 403, not a 429."""
-        api, barrier = self.api_client, threading.Barrier(at_once)
-        headers = {"Accept": "application/json", "Impersonate-User":
-                   f"system:serviceaccount:{namespace}:{service_account}"}
+        barrier = threading.Barrier(at_once)
 
         def one() -> int:
-            method, url, hdrs, body, _ = api.param_serialize("GET", path, header_params=dict(headers),
-                                                             auth_settings=["BearerToken"])
             barrier.wait(timeout=30)
-            resp = api.call_api(method, url, header_params=hdrs, body=body, _request_timeout=30)
-            resp.read()
-            return resp.status
+            return self.request_as(namespace, service_account, "GET", path)[0]
 
         with ThreadPoolExecutor(max_workers=at_once) as pool:
             return [f.result() for f in [pool.submit(one) for _ in range(at_once)]]

@@ -26,6 +26,8 @@ ABSENT = {"$absent": True}  # marks a field that did not exist (recover removes 
 API_VERSIONS = {
     "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "ReplicaSet": "apps/v1",
     "ValidatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
+    "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
+    "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io/v1",
     "Pod": "v1", "Service": "v1", "ConfigMap": "v1", "Secret": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
     "Node": "v1", "Namespace": "v1", "ServiceAccount": "v1", "ResourceQuota": "v1", "LimitRange": "v1",
     "Endpoints": "v1", "Event": "v1", "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",

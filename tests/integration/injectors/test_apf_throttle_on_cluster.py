@@ -6,19 +6,14 @@ account is served again."""
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
-from injector_testapp import context, delete_namespace, recover_leftovers, start, wait_until  # noqa: F401 - autouse fixture
+from injector_testapp import (context, delete_namespace, killed_run, recover_leftovers, start,  # noqa: F401 - autouse fixture
+                              wait_until)
 
 from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
 from sregym.cluster.capabilities import CapabilityCache
-from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.journal import open_journals
 from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
@@ -27,7 +22,6 @@ from sregym.injectors._objects import create_object, get_object
 from injectors.apf_throttle import BURST, rejected
 
 pytestmark = pytest.mark.cluster
-REPO = Path(__file__).resolve().parents[3]
 NS = "apf-t"
 SA = "reporter"
 NAME = "batch-reporting"
@@ -66,15 +60,8 @@ def gone(kube) -> bool:
 
 def as_agent(kube, method: str, path: str, body: object | None = None) -> int:
     """The API server's status for one request made as the agent's ServiceAccount (what its proxy sends)."""
-    api = kube.api_client
-    headers = {"Accept": "application/json", "Impersonate-User": f"system:serviceaccount:{NS}:sre-oncall"}
-    if body is not None:
-        headers["Content-Type"] = "application/merge-patch+json" if method == "PATCH" else "application/json"
-    m, url, hdrs, data, _ = api.param_serialize(method, path, header_params=headers, body=body,
-                                                auth_settings=["BearerToken"])
-    resp = api.call_api(m, url, header_params=hdrs, body=data, _request_timeout=30)
-    resp.read()
-    return resp.status
+    kind = "application/merge-patch+json" if method == "PATCH" else "application/json"
+    return kube.request_as(NS, "sre-oncall", method, path, body, content_type=kind)[0]
 
 
 def test_a_zero_seat_level_rejects_the_accounts_concurrent_requests_until_recovered(cluster, app):
@@ -122,47 +109,15 @@ def test_the_agent_reads_flow_control_but_can_neither_change_nor_delete_it(clust
         revoke_agent_access(app, NS)
 
 
-RUN_AND_WAIT = r"""
-import anyio, sys, time
-from pathlib import Path
-sys.path.insert(0, sys.argv[1])
-from sregym.cluster.providers import ExistingCluster
-from sregym.conductor.faultplane import FaultPlane
-from sregym.conductor.journal import Journal, RunHeader
-from sregym.core.problem import Selector
-
-kubeconfig, context, journal_dir, ns, sa, name = sys.argv[2], sys.argv[3] or None, Path(sys.argv[4]), *sys.argv[5:8]
-cluster = ExistingCluster(Path(kubeconfig), context).up()
-
-async def main():
-    journal = Journal("k" + time.strftime("%H%M%S"), journal_dir)
-    journal.start(RunHeader(run_id=journal.run_id, problem_id="apf_crash", kubeconfig=kubeconfig, context=context))
-    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=ns, run_id=journal.run_id, run_seed=0,
-                       capabilities=lambda node: {})
-    await plane.start(key="throttled", kind="fault", injector="apf_throttle", params={"name": name},
-                      target=Selector(kind="Deployment", name=sa))
-    print("injected", flush=True)
-    await anyio.sleep(3600)
-
-anyio.run(main)
-"""
-
-
 def test_cleanup_after_a_killed_run_removes_the_flow_schema_and_its_level(cluster, app, tmp_path):
     journal_dir = tmp_path / "journal"
-    proc = subprocess.Popen([sys.executable, "-c", RUN_AND_WAIT, str(REPO), str(cluster.kubeconfig),
-                             cluster.context or "", str(journal_dir), NS, SA, NAME],
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
-    try:
-        line = proc.stdout.readline().strip()
-        assert line == "injected", line + proc.stdout.read()
+
+    def in_place() -> None:
         wait_until(lambda: not served(app), 20, 1, "the account to be refused")
-    finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # the run dies mid-fault, nothing recovered
-        proc.wait()
-    assert not gone(app), "the killed run's fault is not in place"
-    results = cleanup_all(lambda header: cluster.kube, directory=journal_dir)
-    assert [(r.recovered, r.errors, r.closed) for r in results] == [(["throttled"], [], True)]
+        assert not gone(app), "the killed run's fault is not in place"
+
+    results = killed_run(cluster, journal_dir, NS, "apf_throttle", {"name": NAME}, TARGET, in_place)
+    assert [(r.recovered, r.errors, r.closed) for r in results] == [(["killed"], [], True)]
     assert gone(app) and open_journals(journal_dir) == []
     t = time.monotonic()
     wait_until(lambda: served(app), 30, 1, "the account to be served again")

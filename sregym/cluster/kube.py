@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from functools import cached_property
 from pathlib import Path
@@ -122,19 +123,28 @@ class Kube:
         resp.read()
         return resp.status, (resp.data or b"").decode(errors="replace")
 
-    def answers_as(self, namespace: str, service_account: str, path: str, *, at_once: int = 1) -> list[int]:
-        """The HTTP statuses of ``at_once`` GETs of ``path`` sent together as ``service_account`` of
-        ``namespace`` (:meth:`request_as`: the API server authenticates, impersonates, then applies
-        API Priority and Fairness, so flow control classifies them as the account's own requests
-        and answers 429 where it would refuse them). A refusal by RBAC is a 403, not a 429."""
-        barrier = threading.Barrier(at_once)
+    def answers_as(self, namespace: str, service_account: str, path: str, *, at_once: int = 1,
+                   seconds: float = 0.0, until: int | None = None) -> list[int]:
+        """The HTTP statuses of GETs of ``path`` made as ``service_account`` of ``namespace`` by
+        ``at_once`` clients started together (:meth:`request_as`: the API server authenticates,
+        impersonates, then applies API Priority and Fairness, so flow control classifies them as
+        the account's own requests and answers 429 where it refuses them; a refusal by RBAC comes
+        after, as 403). Each client sends one request, or keeps sending for ``seconds``, stopping
+        early once any client got status ``until``."""
+        barrier, seen = threading.Barrier(at_once), threading.Event()
 
-        def one() -> int:
+        def client() -> list[int]:
             barrier.wait(timeout=30)
-            return self.request_as(namespace, service_account, "GET", path)[0]
+            deadline, out = time.monotonic() + seconds, []
+            while True:
+                out.append(self.request_as(namespace, service_account, "GET", path)[0])
+                if out[-1] == until:
+                    seen.set()
+                if seen.is_set() or time.monotonic() >= deadline:
+                    return out
 
         with ThreadPoolExecutor(max_workers=at_once) as pool:
-            return [f.result() for f in [pool.submit(one) for _ in range(at_once)]]
+            return [s for f in [pool.submit(client) for _ in range(at_once)] for s in f.result()]
 
     def served_kinds(self, api_version: str) -> dict[str, tuple[str, bool]]:
         """``kind -> (plural, namespaced)`` of what the API serves at ``api_version`` (``v1``,

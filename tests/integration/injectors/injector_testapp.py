@@ -286,4 +286,6 @@ def killed_run(cluster: Any, journal_dir: Any, ns: str, injector: str, params: d
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # the run dies mid-fault, nothing recovered
         proc.wait()
-    return cleanup_all(lambda header: cluster.kube, directory=journal_dir)
+        # even when a check above failed: the killed run's fault must not outlive the test
+        results = cleanup_all(lambda header: cluster.kube, directory=journal_dir)
+    return results

@@ -51,7 +51,7 @@ def app(cluster):
 
 
 def served(kube) -> bool:
-    return rejected(kube.answers_as(NS, SA, PODS, at_once=BURST)) == 0
+    return rejected(kube.answers_as(NS, SA, PODS, at_once=BURST, seconds=2.0, until=429)) == 0
 
 
 def gone(kube) -> bool:

@@ -19,14 +19,13 @@ from sregym.core.constants import HIDDEN_NAMESPACE
 from sregym.core.problem import Selector
 from sregym.injectors._objects import create_object, get_object
 
-from injectors.apf_throttle import BURST, rejected
+from injectors.apf_throttle import BURST, PROBE_PATH, rejected
 
 pytestmark = pytest.mark.cluster
 NS = "apf-t"
 SA = "reporter"
 NAME = "batch-reporting"
 TARGET = Selector(kind="Deployment", name=SA)
-PODS = f"/api/v1/namespaces/{NS}/pods"
 
 
 @pytest.fixture(scope="module")
@@ -51,7 +50,7 @@ def app(cluster):
 
 
 def served(kube) -> bool:
-    return rejected(kube.answers_as(NS, SA, PODS, at_once=BURST, seconds=2.0, until=429)) == 0
+    return rejected(kube.answers_as(NS, SA, PROBE_PATH, at_once=BURST, seconds=1.0, until=429)) == 0
 
 
 def gone(kube) -> bool:
@@ -71,7 +70,7 @@ def test_a_zero_seat_level_rejects_the_accounts_concurrent_requests_until_recove
     v = c.verify(timeout=30)
     print(f"\nverify: {v.detail}")
     # one request at a time is still served (the jail's one seat): measured, and said in docs/injectors.md
-    lone = [app.answers_as(NS, SA, PODS, at_once=1)[0] for _ in range(10)]
+    lone = [app.answers_as(NS, SA, PROBE_PATH)[0] for _ in range(10)]
     print(f"ten lone requests: {lone}")
     assert rejected(lone) == 0, lone
     # the objects a team would have made: no label, no annotation of ours, kubectl's manager

@@ -79,3 +79,56 @@ class PodsAdmitted(MitigationOracle):
         samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds,
                                 min_pass_fraction=p.min_pass_fraction)
         return window_result(self.name, samples, p.min_pass_fraction, evidence={"namespace": ns})
+
+
+class ScaleAdmittedParams(WindowParams):
+    workload: str = Field(..., description="the controller (a Deployment) whose ServiceAccount must be able to scale")
+    target: str = Field(..., description="the StatefulSet it manages")
+    replicas: int = Field(1, ge=1, description="the replicas it must be able to run it at")
+    namespace: str | None = None
+
+
+@mitigation_oracle("scale_admitted")
+class ScaleAdmitted(MitigationOracle):
+    """A copy of ``target`` at ``replicas`` replicas, created by ``workload``'s ServiceAccount, is
+    admitted (server-side dry run) at every sample of the window.
+
+    An operator that must scale its StatefulSet back up is refused at admission (a policy, a quota
+    of the namespace) on every reconcile while the StatefulSet can still be scaled by hand through
+    its ``/scale`` subresource, which admission policies on the StatefulSet itself do not see: the
+    symptom ends, the controller still cannot act. The check is the API server's own answer to the
+    controller's identity (impersonated: RBAC and every admission step run, nothing is stored), so
+    any real repair counts; a controller without a ServiceAccount able to create the StatefulSet
+    fails too."""
+
+    Params = ScaleAdmittedParams
+
+    def check(self) -> CheckResult:
+        p = self.params
+        ns = p.namespace or self.ctx.namespace
+        kube = self.ctx.kube
+
+        def probe() -> tuple[bool, dict[str, Any]]:
+            try:
+                sa = kube.apps.read_namespaced_deployment(p.workload, ns).spec.template.spec.service_account_name
+                target = kube.apps.read_namespaced_stateful_set(p.target, ns)
+            except ApiException as e:
+                return False, {"reason": f"{p.workload} or {p.target} cannot be read (HTTP {e.status}): {refusal(e)}"}
+            spec = kube.api_client.sanitize_for_serialization(target.spec)
+            body = {"apiVersion": "apps/v1", "kind": "StatefulSet",
+                    "metadata": {"generateName": f"{p.target}-", "namespace": ns},
+                    "spec": {**spec, "replicas": p.replicas}}
+            status, text = kube.request_as(ns, sa or "default", "POST", f"/apis/apps/v1/namespaces/{ns}/statefulsets",
+                                           body, [("dryRun", "All")])
+            if status >= 300:
+                try:
+                    text = str(json.loads(text).get("message") or text)
+                except ValueError:
+                    pass
+                return False, {"reason": f"refused to ServiceAccount {ns}/{sa} (HTTP {status}): {text[:300]}"}
+            return True, {"admitted": f"StatefulSet like {p.target} at {p.replicas} replicas, as {ns}/{sa}"}
+
+        samples = sample_window(probe, window_of(p, self.ctx.window_seconds), p.interval_seconds,
+                                min_pass_fraction=p.min_pass_fraction)
+        return window_result(self.name, samples, p.min_pass_fraction,
+                             evidence={"workload": p.workload, "target": p.target, "replicas": p.replicas})

@@ -11,7 +11,8 @@ What the account may do (decided here, documented in docs/agents.md):
 - in the observability namespace: read only (config maps included);
 - cluster-wide: read what an on-call SRE reads in every namespace (pods and their logs, events,
   services, endpoints, workloads, PVCs, network policies...), nodes, namespaces, persistent
-  volumes, storage classes, node and pod metrics;
+  volumes, storage classes, node and pod metrics, the API server's flow control (FlowSchemas and
+  priority levels, read only);
 - never: secrets or config maps outside the app and observability namespaces, RBAC objects outside
   the app namespace, the node proxy, writes outside the app namespace.
 
@@ -45,6 +46,8 @@ WRITE = ["create", "update", "patch", "delete"]
 # Custom resources of the apps' operators (charts/event-pipeline/crds/).
 OPERATOR_GROUP = "pipeline.sregym.io"
 OPERATOR_RESOURCES = ["queueclusters", "queueclusters/status"]
+FLOW_CONTROL_GROUP = "flowcontrol.apiserver.k8s.io"
+FLOW_CONTROL_RESOURCES = ["flowschemas", "prioritylevelconfigurations"]
 
 
 def _rule(groups: list[str], resources: list[str], verbs: list[str]) -> dict[str, Any]:
@@ -104,6 +107,10 @@ def cluster_rules() -> list[dict[str, Any]]:
         _rule(["events.k8s.io"], ["events"], READ),
         _rule(["storage.k8s.io"], ["storageclasses"], READ),
         _rule(["metrics.k8s.io"], ["nodes", "pods"], READ),
+        # the API server's flow control, to see why a client is answered 429; read only: a write would
+        # let the agent route any client of the shared cluster (controllers, kubelets, Prometheus) to
+        # a level that rejects it (docs/security.md, "API flow control")
+        _rule([FLOW_CONTROL_GROUP], FLOW_CONTROL_RESOURCES, READ),
     ]
 
 

@@ -41,6 +41,7 @@ class Split(str, Enum):
 class Layer(str, Enum):
     application = "application"
     kubernetes = "kubernetes"
+    control_plane = "control-plane"  # the API server's own configuration (flow control, admission)
     os = "os"
     hardware = "hardware"
     network = "network"

@@ -26,10 +26,13 @@ ABSENT = {"$absent": True}  # marks a field that did not exist (recover removes 
 API_VERSIONS = {
     "Deployment": "apps/v1", "StatefulSet": "apps/v1", "DaemonSet": "apps/v1", "ReplicaSet": "apps/v1",
     "ValidatingWebhookConfiguration": "admissionregistration.k8s.io/v1",
+    "ValidatingAdmissionPolicy": "admissionregistration.k8s.io/v1",
+    "ValidatingAdmissionPolicyBinding": "admissionregistration.k8s.io/v1",
     "Pod": "v1", "Service": "v1", "ConfigMap": "v1", "Secret": "v1", "PersistentVolumeClaim": "v1", "PersistentVolume": "v1",
     "Node": "v1", "Namespace": "v1", "ServiceAccount": "v1", "ResourceQuota": "v1", "LimitRange": "v1",
     "Endpoints": "v1", "Event": "v1", "Role": "rbac.authorization.k8s.io/v1", "RoleBinding": "rbac.authorization.k8s.io/v1",
     "NetworkPolicy": "networking.k8s.io/v1", "EndpointSlice": "discovery.k8s.io/v1",
+    "FlowSchema": "flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration": "flowcontrol.apiserver.k8s.io/v1",
 }
 WORKLOAD_KINDS = ("Deployment", "StatefulSet", "DaemonSet")
 RESTART_ANNOTATION = "kubectl.kubernetes.io/restartedAt"  # what `kubectl rollout restart` sets

@@ -231,3 +231,61 @@ def check_added_latency(ctx: Any, url: str, target: Selector, node: str) -> "Cyc
     assert timed(url) < 0.2
     c.recover()
     return c
+
+
+# A run that injects one fault through the fault plane (journaled as a run does), says "injected"
+# and waits to be killed: what `sregym cleanup` must recover after.
+_RUN_AND_WAIT = r"""
+import anyio, json, sys, time
+from pathlib import Path
+sys.path.insert(0, sys.argv[1])
+from sregym.cluster.providers import ExistingCluster
+from sregym.conductor.faultplane import FaultPlane
+from sregym.conductor.journal import Journal, RunHeader
+from sregym.core.problem import Selector
+
+kubeconfig, context, journal_dir, ns, injector, params, target = (sys.argv[2], sys.argv[3] or None,
+                                                                   Path(sys.argv[4]), *sys.argv[5:9])
+cluster = ExistingCluster(Path(kubeconfig), context).up()
+
+async def main():
+    journal = Journal("k" + time.strftime("%H%M%S"), journal_dir)
+    journal.start(RunHeader(run_id=journal.run_id, problem_id="killed_run", kubeconfig=kubeconfig, context=context))
+    plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=ns, run_id=journal.run_id, run_seed=0,
+                       capabilities=lambda node: {})
+    await plane.start(key="killed", kind="fault", injector=injector, params=json.loads(params),
+                      target=Selector.model_validate_json(target))
+    print("injected", flush=True)
+    await anyio.sleep(3600)
+
+anyio.run(main)
+"""
+
+
+def killed_run(cluster: Any, journal_dir: Any, ns: str, injector: str, params: dict, target: Selector,
+               while_injected: Any = lambda: None) -> list:
+    """Inject one fault in another process, call ``while_injected()``, SIGKILL the process (nothing
+    recovered), then run `sregym cleanup`'s recovery; returns its results."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from sregym.conductor.cleanup import cleanup_all
+
+    repo = Path(__file__).resolve().parents[3]
+    proc = subprocess.Popen([sys.executable, "-c", _RUN_AND_WAIT, str(repo), str(cluster.kubeconfig),
+                             cluster.context or "", str(journal_dir), ns, injector, json.dumps(params),
+                             target.model_dump_json()],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        line = proc.stdout.readline().strip()
+        assert line == "injected", line + proc.stdout.read()
+        while_injected()
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the run dies mid-fault, nothing recovered
+        proc.wait()
+        # even when a check above failed: the killed run's fault must not outlive the test
+        results = cleanup_all(lambda header: cluster.kube, directory=journal_dir)
+    return results

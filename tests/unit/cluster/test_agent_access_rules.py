@@ -73,3 +73,20 @@ def test_the_agent_may_port_forward_to_no_pod() -> None:
     for rules in (app_namespace_rules(), observability_rules(), cluster_rules()):
         assert not {(g, r) for g, r, _ in grants(rules)} & {("", "pods/portforward"), ("", "services/proxy"),
                                                              ("", "pods/proxy")}
+
+
+def test_the_agent_reads_api_flow_control_but_can_never_change_it() -> None:
+    """FlowSchemas and priority levels are cluster-wide and decide whose requests the API server
+    serves. With patch, an agent could send any non-exempt client of the shared cluster (the
+    controllers, the kubelets, Prometheus, whose targets the SLO oracle reads) to a zero-seat level
+    that answers 429, and set ``apf.kubernetes.io/autoupdate-spec: "false"`` on a suggested level so
+    the API server stops restoring it; with delete, it could take the mandatory ``exempt`` schema
+    away again and again (the API server puts it back once a minute), sending the conductor's
+    system:masters requests to ``global-default`` meanwhile, and remove a lab cluster's own
+    schemas. RBAC cannot tell a fix from those (it cannot look at the content; resourceNames would
+    name the faulty object to `kubectl auth can-i --list`), so the grant is read only; the live
+    check is tests/integration/injectors/test_apf_throttle_on_cluster.py."""
+    group = "flowcontrol.apiserver.k8s.io"
+    everything = grants(cluster_rules() + app_namespace_rules() + observability_rules())
+    for resource in ("flowschemas", "prioritylevelconfigurations"):
+        assert {v for g, r, v in everything if g == group and r == resource} == {"get", "list", "watch"}

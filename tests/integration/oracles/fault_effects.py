@@ -562,8 +562,6 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return _steadily_serves(kube, ns, problem, fault)
     if inj == "rbac_revoke":
         return _may(kube, ns, fault)
-    if inj == "admission_policy":
-        return _scale_up_refused(kube, ns, fault)
     # Kubernetes objects (replicas, scheduling, quota, ports, selectors), credentials, a hung or
     # failing process, a full disk: the component no longer answers as it should.
     return serves(kube, ns, _target_service(problem, fault))
@@ -584,21 +582,6 @@ def _may(kube, ns: str, fault) -> Effect:
                         f"--as=system:serviceaccount:{ns}:{account}", check=False)
     answer = proc.stdout.strip() or proc.stderr.strip()[:120]
     return Effect(answer != "yes", f"can {account} {p['verb']} {resource}: {answer}")
-
-
-def _scale_up_refused(kube, ns: str, fault) -> Effect:
-    """A scale-up freeze at admission: present while the API server refuses a copy of the target at
-    one replica above the fault's limit (`kubectl create --dry-run=server`: kubectl's code and every
-    admission step, not the injector's or the oracle's; a copy, since the target itself may have
-    been scaled by hand through /scale, which the freeze does not see)."""
-    kind = fault.target.kind.lower()
-    w = get_json(kube, "get", kind, fault.target.name, "-n", ns)
-    copy = {"apiVersion": w["apiVersion"], "kind": w["kind"],
-            "metadata": {"generateName": f"{fault.target.name}-", "namespace": ns},
-            "spec": {**w["spec"], "replicas": fault.params.get("limit", 0) + 1}}
-    proc = kube.kubectl("create", "--dry-run=server", "-o", "name", "-f", "-", input=json.dumps(copy), check=False)
-    answer = (proc.stderr.strip() or proc.stdout.strip())[:200]
-    return Effect(proc.returncode != 0, f"a copy of {kind}/{fault.target.name} (dry run): {answer}")
 
 
 def _restarts(kube, ns: str, name: str) -> int:

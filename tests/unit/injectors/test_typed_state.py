@@ -28,8 +28,6 @@ OLD_STATES = {
     "admission_webhook": {"edits": [], "workload": ["Deployment", "app", "web"], "container": "web", "namespace": "app",
                           "manifests": [{"kind": "ValidatingWebhookConfiguration", "metadata": {"name": "pod-policy.app"}}],
                           "pods": ["web-5d9c-x1"]},
-    "admission_policy": {"edits": [], "workload": ["StatefulSet", "app", "queue"],
-                         "manifests": [{"kind": "ConfigMap", "metadata": {"name": "limits", "namespace": "app"}}]},
     "apf_throttle": {"edits": [], "workload": ["Deployment", "app", "web"], "service_account": "web",
                      "manifests": [{"kind": "PriorityLevelConfiguration", "metadata": {"name": "batch"}},
                                    {"kind": "FlowSchema", "metadata": {"name": "batch"}}]},

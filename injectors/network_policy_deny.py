@@ -27,6 +27,16 @@ IPTABLES = Mechanism("iptables-egress-drop", "drop the target pod's packets to t
                      "(where NetworkPolicy is not enforced)", ("iptables", "nsenter"))
 
 
+def every_pod_but(labels: dict[str, str]) -> list[dict[str, Any]]:
+    """Egress peers that admit every pod of every namespace except those ``labels`` select: DNS and
+    the other services keep working. One peer per label, since peers are ORed and the expressions
+    of one selector ANDed: a single selector with every label ``NotIn`` would also leave out each
+    pod sharing any one of them (e.g. the app's instance label, so every pod of the app)."""
+    return [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [{"key": k, "operator": "NotIn",
+                                                                             "values": [v]}]}}
+            for k, v in sorted(labels.items())]
+
+
 class NetworkPolicyParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     dependency: str = Field(..., description="the Service the target can no longer reach")
@@ -60,6 +70,9 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
         ns = namespace_of(self.ctx, self.target)
         svc = self._dependency(ns)
         dep_labels = svc["spec"].get("selector") or {}
+        if not dep_labels:
+            raise UserInputError(f"params.dependency: Service {ns}/{self.params.dependency} selects no pods "
+                                 "by labels, so no policy can leave them out")
         if self.mechanism.name == IPTABLES.name:
             state = self.plan_target()
             pods = running_pods(self.ctx, self.target.model_copy(update={"kind": None, "name": None,
@@ -73,9 +86,7 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
                   "metadata": {"name": self.params.name, "namespace": ns,
                                "labels": dict(self.ctx.labels)},
                   "spec": {"podSelector": {"matchLabels": own}, "policyTypes": ["Egress"],
-                           # every pod but the dependency's: DNS and the other services keep working
-                           "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [
-                               {"key": k, "operator": "NotIn", "values": [v]} for k, v in dep_labels.items()]}}]}]}}
+                           "egress": [{"to": every_pod_but(dep_labels)}]}}
         port = (svc["spec"].get("ports") or [{"port": 80}])[0]["port"]
         return self.plan_target(policy=policy, probe=[svc["spec"]["clusterIP"], port])
 

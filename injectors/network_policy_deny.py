@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification, chain_script,
-                              create_object, delete_object, get_object, injector, namespace_of, running_pods,
-                              unchain_script)
+from sregym.injectors import (FaultError, Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification,
+                              chain_script, create_object, delete_object, get_object, injector, namespace_of,
+                              running_pods, unchain_script)
 
 CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
            "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")
@@ -105,15 +105,22 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
         return self.counted(state, f"packets to {self.params.dependency} dropped")
 
     def _connects(self, state: PolicyDenyState) -> str:
+        """Whether a connection from a pod of the target, as it runs now, opens: the planned pod may
+        be gone (the policy selects its replacements too), and probing from its namespace then
+        answered nothing, or from whatever reused the namespace's id ("open" after a restart)."""
         ip, port = state.probe
-        return (self.in_netns(state, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or "").strip()
+        try:
+            now = self.plan_target()
+        except (UserInputError, FaultError) as e:
+            return f"no running pod of the target to probe from ({e})"
+        return (self.in_netns(now, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or "").strip()
 
     def recover(self, state: PolicyDenyState) -> None:
         if state.policy is not None:
             m = state.policy["metadata"]
             delete_object(self.ctx.kube, "NetworkPolicy", m["name"], m["namespace"])
             # the policy engine takes the rules off a moment after the object goes: recovered means
-            # the dependency answers again, observed as verify observed it cut (a gone pod answers "")
+            # the dependency answers again, observed as verify observed it cut (no pod to probe from ends the wait)
             deadline = time.monotonic() + RECOVER_WAIT_S
             while self._connects(state) == "blocked" and time.monotonic() < deadline:
                 time.sleep(1)

@@ -14,9 +14,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification, chain_script,
-                              create_object, delete_object, get_object, injector, namespace_of, running_pods,
-                              unchain_script)
+from sregym.injectors import (FaultError, Mechanism, NetnsState, PodNetworkFault, UserInputError, Verification,
+                              chain_script, create_object, delete_object, get_object, injector, namespace_of,
+                              running_pods, unchain_script)
 
 CONNECT = ("import socket,sys\ns=socket.socket();s.settimeout(2)\n"
            "try:\n s.connect((sys.argv[1],int(sys.argv[2])));print('open')\nexcept OSError:\n print('blocked')\n")
@@ -25,6 +25,16 @@ POLICY = Mechanism("networkpolicy", "an egress NetworkPolicy on the target's pod
 RECOVER_WAIT_S = 30.0
 IPTABLES = Mechanism("iptables-egress-drop", "drop the target pod's packets to the dependency in its netns "
                      "(where NetworkPolicy is not enforced)", ("iptables", "nsenter"))
+
+
+def every_pod_but(labels: dict[str, str]) -> list[dict[str, Any]]:
+    """Egress peers that admit every pod of every namespace except those ``labels`` select: DNS and
+    the other services keep working. One peer per label, since peers are ORed and the expressions
+    of one selector ANDed: a single selector with every label ``NotIn`` would also leave out each
+    pod sharing any one of them (e.g. the app's instance label, so every pod of the app)."""
+    return [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [{"key": k, "operator": "NotIn",
+                                                                             "values": [v]}]}}
+            for k, v in sorted(labels.items())]
 
 
 class NetworkPolicyParams(BaseModel):
@@ -60,6 +70,9 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
         ns = namespace_of(self.ctx, self.target)
         svc = self._dependency(ns)
         dep_labels = svc["spec"].get("selector") or {}
+        if not dep_labels:
+            raise UserInputError(f"params.dependency: Service {ns}/{self.params.dependency} selects no pods "
+                                 "by labels, so no policy can leave them out")
         if self.mechanism.name == IPTABLES.name:
             state = self.plan_target()
             pods = running_pods(self.ctx, self.target.model_copy(update={"kind": None, "name": None,
@@ -73,9 +86,7 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
                   "metadata": {"name": self.params.name, "namespace": ns,
                                "labels": dict(self.ctx.labels)},
                   "spec": {"podSelector": {"matchLabels": own}, "policyTypes": ["Egress"],
-                           # every pod but the dependency's: DNS and the other services keep working
-                           "egress": [{"to": [{"namespaceSelector": {}, "podSelector": {"matchExpressions": [
-                               {"key": k, "operator": "NotIn", "values": [v]} for k, v in dep_labels.items()]}}]}]}}
+                           "egress": [{"to": every_pod_but(dep_labels)}]}}
         port = (svc["spec"].get("ports") or [{"port": 80}])[0]["port"]
         return self.plan_target(policy=policy, probe=[svc["spec"]["clusterIP"], port])
 
@@ -94,15 +105,22 @@ class NetworkPolicyDeny(PodNetworkFault[NetworkPolicyParams]):
         return self.counted(state, f"packets to {self.params.dependency} dropped")
 
     def _connects(self, state: PolicyDenyState) -> str:
+        """Whether a connection from a pod of the target, as it runs now, opens: the planned pod may
+        be gone (the policy selects its replacements too), and probing from its namespace then
+        answered nothing, or from whatever reused the namespace's id ("open" after a restart)."""
         ip, port = state.probe
-        return (self.in_netns(state, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or "").strip()
+        try:
+            now = self.plan_target()
+        except (UserInputError, FaultError) as e:
+            return f"no running pod of the target to probe from ({e})"
+        return (self.in_netns(now, f"python3 -c {shlex.quote(CONNECT)} {ip} {port}", check=False) or "").strip()
 
     def recover(self, state: PolicyDenyState) -> None:
         if state.policy is not None:
             m = state.policy["metadata"]
             delete_object(self.ctx.kube, "NetworkPolicy", m["name"], m["namespace"])
             # the policy engine takes the rules off a moment after the object goes: recovered means
-            # the dependency answers again, observed as verify observed it cut (a gone pod answers "")
+            # the dependency answers again, observed as verify observed it cut (no pod to probe from ends the wait)
             deadline = time.monotonic() + RECOVER_WAIT_S
             while self._connects(state) == "blocked" and time.monotonic() < deadline:
                 time.sleep(1)

@@ -51,6 +51,7 @@ from sregym.core.record import AgentInfo, RunRecord, Versions
 from sregym.core.settings import RunSettings
 
 INDEX_FILE = "index.jsonl"
+HEALTHY_BEFORE_BASELINE_S = 60.0  # how long an app may take to be healthy again before a baseline refuses it
 T = TypeVar("T")
 
 
@@ -227,7 +228,9 @@ class Episode:
         if self.plane is not None and not self.plane.layers():
             await self.serve_volumes()
         if require_healthy:
-            ok, detail = await self.healthy()
+            # a moment to settle: the volume layer just served, or the last run's recovery restarted
+            # pods (CI: a run right after another failed its baseline in 0.3 s, then passed on rerun)
+            ok, detail = await self.healthy(HEALTHY_BEFORE_BASELINE_S)
             if not ok:
                 raise ClusterError(f"app {self.problem.app.name} is not healthy before injection: {detail}",
                                    hint=f"kubectl -n {self.app.namespace} get pods")

@@ -108,23 +108,6 @@ class Kube:
             raise ClusterError(f"cannot read {path} from the Kubernetes API: {resp.status} {resp.reason}")
         return json.loads(resp.data)
 
-    def request_as(self, namespace: str, service_account: str, method: str, path: str, body: Any = None,
-                   query: list[tuple[str, str]] | None = None, content_type: str = "application/json"
-                   ) -> tuple[int, str]:
-        """(status, body) of one request made as ``service_account`` of ``namespace`` (impersonated
-        with the admin credentials: authorization, flow control and admission treat it as the
-        account's own request). Never raises on an HTTP error status."""
-        api = self.api_client
-        headers = {"Accept": "application/json",
-                   "Impersonate-User": f"system:serviceaccount:{namespace}:{service_account}"}
-        if body is not None:
-            headers["Content-Type"] = content_type
-        m, url, hdrs, data, _ = api.param_serialize(method, path, query_params=query or [], header_params=headers,
-                                                    body=body, auth_settings=["BearerToken"])
-        resp = api.call_api(m, url, header_params=hdrs, body=data, _request_timeout=30)
-        resp.read()
-        return resp.status, (resp.data or b"").decode(errors="replace")
-
     def answers_as(self, namespace: str, service_account: str, path: str, *, at_once: int = 1,
                    seconds: float = 0.0, until: int | None = None) -> list[int]:
         """The HTTP statuses of GETs of ``path`` made as ``service_account`` of ``namespace`` by

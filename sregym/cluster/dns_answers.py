@@ -28,6 +28,7 @@ check asks once, after the oracles' windows).
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import urllib3
@@ -174,8 +175,18 @@ def resolve_in_pod(kube: Any, namespace: str, pod: str, questions: dict[str, lis
 
 
 def read_dns_changes(kube: Any, namespace: str, *, loadgen_namespace: str | None,
-                     cluster_domain: str = "cluster.local") -> list[str]:
-    """:func:`dns_changes` of the app in ``namespace`` as its callers' resolvers answer now."""
+                     cluster_domain: str = "cluster.local", again_after: float = 3.0) -> list[str]:
+    """:func:`dns_changes` of the app in ``namespace`` as its callers' resolvers answer now. A
+    change is asked once more after ``again_after`` seconds and only a lasting one is kept: a
+    headless Service's pod replaced between the answer and the read of its endpoints is none."""
+    changes = _read_dns_changes(kube, namespace, loadgen_namespace, cluster_domain)
+    if changes and again_after > 0:
+        time.sleep(again_after)
+        changes = _read_dns_changes(kube, namespace, loadgen_namespace, cluster_domain)
+    return changes
+
+
+def _read_dns_changes(kube: Any, namespace: str, loadgen_namespace: str | None, cluster_domain: str) -> list[str]:
     asked = _questions(kube, namespace, loadgen_namespace, cluster_domain)
     if asked is None:
         return []

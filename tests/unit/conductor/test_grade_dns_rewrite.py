@@ -121,6 +121,7 @@ def _grade(monkeypatch, corefile: dict[str, list[str]] | None, broken: str | Non
         return out
 
     monkeypatch.setattr(dns, "resolve_in_pod", resolve)
+    monkeypatch.setattr(dns.time, "sleep", lambda s: None)  # a change is asked twice
     app = SimpleNamespace(namespace=NS, prometheus_url=None, info=None)
     return anyio.run(lambda: grading.grade_mitigation(problem("unit_probe_passes"), app, SimpleNamespace(kube=None),
                                                       copy.deepcopy(BASELINE), 0.1))
@@ -158,3 +159,18 @@ def test_names_that_answer_as_the_services_pass_the_grade(monkeypatch):
 def test_answers_that_cannot_be_read_fail_the_grade(monkeypatch):
     g = _grade(monkeypatch, None, broken="exec failed")
     assert not g.passed and g.rerouted == ["the DNS answers of the app's names could not be read: exec failed"]
+
+
+def test_a_change_that_does_not_last_is_none(monkeypatch):
+    """A headless Service's pod replaced between the answer and the read of its endpoints."""
+    calls = []
+    monkeypatch.setattr(dns, "_list", lambda kube, kind, ns, selector=None: {
+        ("Service", NS): SERVICES, ("EndpointSlice", NS): SLICES, ("Pod", LG): [LOADGEN_POD]}.get((kind, ns), []))
+    monkeypatch.setattr(dns.time, "sleep", lambda s: calls.append(s))
+
+    def resolve(kube, ns, pod, questions):
+        db = ["10.244.0.8"] if not calls else ["10.244.0.9"]  # the old pod's address, then the new one's
+        return {k: (db if k.endswith("\ndb") else "error: no") for k in questions}
+
+    monkeypatch.setattr(dns, "resolve_in_pod", resolve)
+    assert dns.read_dns_changes(None, NS, loadgen_namespace=LG) == [] and calls == [3.0]

@@ -79,10 +79,10 @@ def host_of(address: str) -> str:
     return address.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1].partition(":")[0]
 
 
-def expected_addresses(services: list[dict], slices: list[dict]) -> dict[tuple[str, str], set[str]]:
+def expected_addresses(services: list[dict], slices: list[dict]) -> dict[tuple[str, str], set[str] | None]:
     """(name, namespace) -> the addresses a name of that Service may resolve to: its ClusterIPs, or
-    for a headless Service the addresses of its endpoints."""
-    out: dict[tuple[str, str], set[str]] = {}
+    for a headless Service the addresses of its endpoints; None for an ExternalName (not judged)."""
+    out: dict[tuple[str, str], set[str] | None] = {}
     for s in services:
         key = (s["metadata"]["name"], s["metadata"].get("namespace") or "")
         ips = [ip for ip in (s["spec"].get("clusterIPs") or [s["spec"].get("clusterIP")]) if ip and ip != "None"]
@@ -90,14 +90,13 @@ def expected_addresses(services: list[dict], slices: list[dict]) -> dict[tuple[s
             ips = [a for sl in slices if (sl["metadata"].get("labels") or {}).get("kubernetes.io/service-name") == key[0]
                    and (sl["metadata"].get("namespace") or key[1]) == key[1]
                    for e in sl.get("endpoints") or [] for a in e.get("addresses") or []]
-        if s["spec"].get("type") == "ExternalName":
-            continue  # a CNAME to a name outside: nothing of the cluster's to compare with
-        out[key] = set(ips)
+        # an ExternalName is a CNAME to a name outside: nothing of the cluster's to compare with (None)
+        out[key] = None if s["spec"].get("type") == "ExternalName" else set(ips)
     return out
 
 
 def dns_changes(answers: dict[str, dict[str, Any]], caller_namespaces: dict[str, str],
-                expected: dict[tuple[str, str], set[str]], cluster_domain: str = "cluster.local") -> list[str]:
+                expected: dict[tuple[str, str], set[str] | None], cluster_domain: str = "cluster.local") -> list[str]:
     """One line per name a caller's resolver answers with an address its Service does not have.
     ``answers``: caller (``ns/pod``) -> name -> the addresses, or an error string."""
     out = []
@@ -108,6 +107,8 @@ def dns_changes(answers: dict[str, dict[str, Any]], caller_namespaces: dict[str,
                 continue  # does not resolve: nothing answers in a stand-in's place
             svc = named_service(name, caller_namespaces[caller], cluster_domain)
             if svc is None or svc[1] not in judged:
+                continue
+            if svc in expected and expected[svc] is None:
                 continue
             want = expected.get(svc)
             if want is None:

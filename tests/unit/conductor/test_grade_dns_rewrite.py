@@ -101,6 +101,9 @@ def test_the_services_own_addresses_and_failures_to_resolve_are_no_reroute():
     answers = {LG_CALLER: {"frontend.app.svc": ["10.96.0.20"]},
                APP_CALLER: {"geo": ["10.96.0.30"], "db": ["10.244.0.9"], "frontend": "error: [Errno -2] Name does not resolve"}}
     assert dns_changes(answers, CALLERS, EXPECTED) == []
+    outside = expected_addresses([{"metadata": {"name": "mail", "namespace": NS},
+                                   "spec": {"type": "ExternalName", "externalName": "smtp.example.com"}}], [])
+    assert dns_changes({APP_CALLER: {"mail": ["93.184.216.34"]}}, CALLERS, outside) == []  # a CNAME out: not judged
 
 
 def _grade(monkeypatch, corefile: dict[str, list[str]] | None, broken: str | None = None):

@@ -22,12 +22,14 @@ list spelled out as fully qualified names (the first that resolves is the app po
 resolver with ``ndots:5`` takes it). Not covered (docs/security.md "Cluster DNS"): a Corefile
 ``view`` keyed on an app pod's own address, which answers that pod otherwise than the load
 generator's; a ``forward`` to a server the agent runs, which may answer otherwise in time (the
-check asks once, after the oracles' windows).
+check asks once, after the oracles' windows). A conductor that reads Prometheus by a Service's name
+asks its own resolver for it (:func:`read_own_dns_changes`).
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import time
 from typing import Any
 
@@ -201,3 +203,30 @@ def _read_dns_changes(kube: Any, namespace: str, loadgen_namespace: str | None, 
     callers = {caller: (lg_ns if caller.startswith("pod ") else namespace) for caller in questions}
     return dns_changes(answers, callers, expected_addresses(_list(kube, "Service", namespace),
                                                             _list(kube, "EndpointSlice", namespace)), cluster_domain)
+
+
+def resolve_here(names: list[str]) -> dict[str, Any]:
+    """Each name as this process's resolver answers it (the conductor's own, e.g. in a pod)."""
+    out: dict[str, Any] = {}
+    for name in names:
+        try:
+            out[name] = sorted({a[4][0] for a in socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)})
+        except OSError as e:
+            out[name] = f"error: {e}"
+    return out
+
+
+def read_own_dns_changes(kube: Any, urls: list[str], here_namespace: str,
+                         cluster_domain: str = "cluster.local") -> list[str]:
+    """:func:`dns_changes` of the hosts of ``urls`` that name an existing Service (a conductor in a
+    pod reads Prometheus at ``prometheus.observability.svc``), as this process resolves them; an
+    address, a port-forward's 127.0.0.1 or ``localhost`` names none and is not asked."""
+    named = {h: named_service(h, here_namespace, cluster_domain) for h in map(host_of, urls)}
+    expected: dict[tuple[str, str], set[str] | None] = {}
+    for ns in sorted({svc[1] for svc in named.values() if svc}):
+        expected.update(expected_addresses(_list(kube, "Service", ns), _list(kube, "EndpointSlice", ns)))
+    hosts = sorted(h for h, svc in named.items() if svc in expected)
+    if not hosts:
+        return []
+    caller = "this conductor's process"
+    return dns_changes({caller: resolve_here(hosts)}, {caller: here_namespace}, expected, cluster_domain)

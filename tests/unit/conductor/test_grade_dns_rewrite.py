@@ -177,3 +177,28 @@ def test_a_change_that_does_not_last_is_none(monkeypatch):
 
     monkeypatch.setattr(dns, "resolve_in_pod", resolve)
     assert dns.read_dns_changes(None, NS, loadgen_namespace=LG) == [] and calls == [3.0]
+
+
+PROMETHEUS = {"metadata": {"name": "prometheus", "namespace": LG}, "spec": {"clusterIP": "10.96.0.90"}}
+
+
+def _own(monkeypatch, resolved: dict[str, list[str]], urls: list[str], here: str = "suite") -> list[str]:
+    monkeypatch.setattr(dns, "_list", lambda kube, kind, ns, selector=None: {
+        ("Service", LG): [PROMETHEUS]}.get((kind, ns), []))
+    monkeypatch.setattr(dns, "resolve_here", lambda names: {n: resolved[n] for n in names})
+    return dns.read_own_dns_changes(None, urls, here)
+
+
+def test_the_attack_on_the_conductors_own_way_to_prometheus(monkeypatch):
+    """A conductor in a pod reads the SLOs at prometheus.observability.svc: a Corefile that answers
+    that name with a stand-in's address would feed it any metrics."""
+    url = "http://prometheus.observability.svc:9090"
+    assert _own(monkeypatch, {"prometheus.observability.svc": ["10.96.0.90"]}, [url]) == []
+    assert _own(monkeypatch, {"prometheus.observability.svc": ["10.96.7.7"]}, [url]) == [
+        "the name prometheus.observability.svc resolves to 10.96.7.7 in this conductor's process, "
+        "not to Service observability/prometheus (10.96.0.90)"]
+
+
+def test_addresses_and_names_of_no_service_are_not_asked(monkeypatch):
+    assert _own(monkeypatch, {}, ["http://10.0.0.5:30090", "http://127.0.0.1:41234", "http://localhost:9090",
+                                  "http://prom.example.com:9090"]) == []

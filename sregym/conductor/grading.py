@@ -11,9 +11,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from sregym.cluster import in_cluster
+from sregym.cluster.dns_answers import read_dns_changes, read_own_dns_changes
 from sregym.cluster.entry_path import app_path_changes, read_app_paths
 from sregym.cluster.handle import ClusterHandle
 from sregym.apps import DeployedApp
+from sregym.core.constants import LOADGEN_NAMESPACE
 from sregym.core.errors import ClusterError
 from sregym.core.problem import Problem
 from sregym.core.record import CheckResult, DiagnosisGrade, MitigationGrade
@@ -101,7 +104,16 @@ def _rerouted(app: DeployedApp, cluster: ClusterHandle, baseline: dict[str, Any]
         live = read_app_paths(cluster.kube, app.namespace, known=recorded.get("services") or ())
     except ClusterError as e:
         return [f"the app's paths could not be read: {e}"]
-    return app_path_changes(recorded, live)
+    # the same reroute through a name: a Corefile that answers a Service's name with a stand-in's
+    # address leaves every path above as it was (sregym.cluster.dns_answers)
+    try:
+        renamed = read_dns_changes(cluster.kube, app.namespace, loadgen_namespace=LOADGEN_NAMESPACE)
+        # and the conductor's own way to the SLOs, where it reads Prometheus by a Service's name
+        renamed += read_own_dns_changes(cluster.kube, [u for u in [app.prometheus_url] if u],
+                                        in_cluster.pod_namespace() or "default")
+    except ClusterError as e:
+        renamed = [f"the DNS answers of the app's names could not be read: {e}"]
+    return app_path_changes(recorded, live) + renamed
 
 
 def _grade_diagnosis(problem: Problem, trajectory: Trajectory) -> DiagnosisGrade:

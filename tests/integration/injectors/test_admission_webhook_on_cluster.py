@@ -54,8 +54,9 @@ def nothing_left(kube) -> None:
         assert get_object(kube, kind, NAME, NS) is None, kind
 
 
-# no_backend is what shop_web_admission_webhook_down plays; service_selector (no problem uses it
-# yet) is the same refusal reached another way, about 100 s more: long tier
+# no_backend is what shop_web_admission_webhook_down plays; service_selector (what
+# hotel_search_admission_webhook_unreachable plays) is the same refusal reached another way, about
+# 100 s more: long tier
 @pytest.mark.parametrize("how", ["no_backend", pytest.param("service_selector", marks=pytest.mark.long)])
 def test_a_webhook_without_backend_refuses_every_new_pod_until_its_backend_is_back(ctx, app, how):
     c = start(ctx, "admission_webhook", {"how": how}, WEB)

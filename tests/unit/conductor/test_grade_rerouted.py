@@ -80,6 +80,7 @@ BASELINE = {"paths": app_paths(**world(LABELS, with_copy=False), namespace="app"
 
 def grade(oracles: tuple[str, ...], live: dict, monkeypatch, baseline: dict = BASELINE) -> MitigationGrade:
     monkeypatch.setattr(grading, "read_app_paths", lambda kube, ns, known=(): app_paths(**live, namespace=ns))
+    monkeypatch.setattr(grading, "read_dns_changes", lambda kube, ns, loadgen_namespace: [])  # test_grade_dns_rewrite.py
     app = SimpleNamespace(namespace="app", prometheus_url=None, info=None)
     return anyio.run(lambda: grading.grade_mitigation(problem(*oracles), app, SimpleNamespace(kube=None),
                                                       baseline, 0.1))

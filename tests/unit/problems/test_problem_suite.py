@@ -33,7 +33,7 @@ def test_every_app_and_every_fault_layer_are_covered(problems):
     apps = {p.app.name for p in problems.values()}
     assert apps == {"hotel-reservation", "online-shop", "event-pipeline"}
     layers = {p.tags.layer.value for p in problems.values()}
-    assert {"application", "kubernetes", "os", "hardware", "network", "none"} <= layers
+    assert {"application", "kubernetes", "control-plane", "os", "hardware", "network", "none"} <= layers
 
 
 def test_latent_sector_error_needs_the_data_moved_not_a_restart(problems):
@@ -120,8 +120,12 @@ def test_suites_hold_known_problems_and_full_holds_all(catalog):
     assert lite and "latent_sector_error" in lite
 
 
-# The load layer's one problem is not valid at the first try on every seed yet (problems/suites/lite.yaml)
-NOT_IN_LITE_YET = {Layer.load}
+# The load layer's one problem is not valid at the first try on every seed yet; the control-plane
+# layer's admission-webhook problems take 190-300 s a seed to validate (the restart step leaves the
+# whole namespace refused, every pod comes back cold after recovery, a 90 s SLO window), a third of
+# the lite suite's 509 s, which CI's tests stage has no margin left for on a cold machine
+# (problems/suites/lite.yaml, docs/testing.md)
+NOT_IN_LITE_YET = {Layer.load, Layer.control_plane}
 
 
 def test_lite_holds_every_app_and_every_layer_and_a_control(catalog):

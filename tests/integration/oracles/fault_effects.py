@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -119,16 +120,19 @@ def get_json(kube, *args: str) -> dict:
 def _pods(kube, ns: str, workload: str) -> list[dict]:
     """Running pods whose controller chain leads to ``workload`` (by the name prefix its ReplicaSets
     and StatefulSet ordinals give)."""
+    return sorted(_pods_in_phase(kube, ns, workload, "Running"), key=lambda p: p["metadata"]["name"])
+
+
+def _pods_in_phase(kube, ns: str, workload: str, phase: str) -> list[dict]:
     out = []
     for p in get_json(kube, "get", "pods", "-n", ns)["items"]:
-        name = p["metadata"]["name"]
         owners = p["metadata"].get("ownerReferences") or [{}]
-        if p["metadata"].get("deletionTimestamp") or (p.get("status") or {}).get("phase") != "Running":
+        if p["metadata"].get("deletionTimestamp") or (p.get("status") or {}).get("phase") != phase:
             continue
         if owners[0].get("kind") == "StatefulSet" and owners[0].get("name") == workload or \
                 owners[0].get("kind") == "ReplicaSet" and owners[0].get("name", "").rsplit("-", 1)[0] == workload:
             out.append(p)
-    return sorted(out, key=lambda p: p["metadata"]["name"])
+    return out
 
 
 def app_image(kube, ns: str) -> str | None:
@@ -512,6 +516,48 @@ def _stress(kube, ns: str, fault) -> Effect:
     return Effect(False, f"no stress process in the cgroup of {', '.join(sorted(uids))}")
 
 
+def _unschedulable_pods(kube, ns: str, fault) -> Effect:
+    """Pods the scheduler refuses: present while a pod of the target is Pending with the
+    scheduler's own ``PodScheduled=False/Unschedulable`` condition. The target answering says
+    nothing: a stuck rollout keeps the old ReplicaSet's pod, and deleting pods brings it back (the
+    matrix's restart cell on hotel_reservation_node_selector: users served, the new pod Pending)."""
+    refused = []
+    for pod in _pods_in_phase(kube, ns, fault.target.name, "Pending"):
+        for c in pod["status"].get("conditions") or []:
+            if c.get("type") == "PodScheduled" and c.get("status") == "False" and c.get("reason") == "Unschedulable":
+                refused.append(f"{pod['metadata']['name']}: {(c.get('message') or '')[:120]}")
+    return Effect(bool(refused), "; ".join(refused) or f"every pod of {fault.target.name} is scheduled")
+
+
+SLOW_COMMIT_MS = 200.0  # a durable commit on the local node's disk takes a few ms
+
+
+def _commit_latency(kube, ns: str, fault, tries: int = 3) -> Effect:
+    """A slow disk under PostgreSQL: present while a durable commit (a transaction that writes
+    WAL, so its commit waits for the flush) takes long, timed by the database's own client in
+    the target container (psql's ``\\timing``). Answering at all says nothing here: the database
+    answers at once with the fault in place (measured: the matrix's first check said "gone" while
+    checkouts took seconds)."""
+    pods = _pods(kube, ns, fault.target.name)
+    if not pods:
+        return Effect(True, f"no running pod of {fault.target.name}")
+    # a transactional WAL message: its commit writes WAL, so it waits for the flush (a bare
+    # txid_current() writes none and commits without waiting)
+    script = ('PGPASSWORD="$POSTGRES_PASSWORD" psql -h 127.0.0.1 -U "$POSTGRES_USER" -d postgres -Atq -c "\\timing on"'
+              + " -c \"select pg_logical_emit_message(true, 'probe', 'x')\"" * tries)
+    proc = kube.kubectl("exec", "-n", ns, pods[0]["metadata"]["name"], "-c", fault.target.container or "",
+                        "--", "sh", "-c", script, check=False, timeout=120)
+    times = [float(m) for m in re.findall(r"Time: ([0-9.]+) ms", proc.stdout)]
+    if "psql" in proc.stderr and "not found" in proc.stderr:
+        raise RuntimeError(f"the slow-disk check times PostgreSQL commits with psql; {fault.target.name}'s "
+                           f"container {fault.target.container} has none")
+    if proc.returncode != 0 or not times:  # the database completed no commit: users feel that too
+        return Effect(True, f"no commit timed in {pods[0]['metadata']['name']}: {proc.stderr.strip()[:160]}")
+    slow = sorted(times)[len(times) // 2]
+    return Effect(slow >= SLOW_COMMIT_MS, f"median durable commit {slow:.0f} ms over {len(times)} "
+                                          f"(slow from {SLOW_COMMIT_MS:.0f} ms): {', '.join(f'{t:.0f}' for t in times)}")
+
+
 def one_effect(kube, ns: str, problem, fault) -> Effect:
     """The effect of one fault on what runs now."""
     inj, p = fault.injector, fault.params
@@ -556,6 +602,10 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return Effect(any(e.present for e in effects), "; ".join(e.evidence for e in effects) or "no client")
     if inj == "latent_sector_error":
         return _bad_blocks(kube, ns, fault)
+    if inj == "slow_disk":
+        return _commit_latency(kube, ns, fault)
+    if inj == "unschedulable":
+        return _unschedulable_pods(kube, ns, fault)
     if inj == "resource_stress":
         return _stress(kube, ns, fault)
     if inj == "syscall_failure":

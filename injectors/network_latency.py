@@ -58,7 +58,9 @@ class NetworkLatency(PodNetworkFault[LatencyParams]):
         state = self.plan_target()
         state.queue = queue_number(state.chain)
         dest = f"-d {self.params.peer_cidr} " if self.params.peer_cidr else ""
-        state.rules = [f"{dest}-j NFQUEUE --queue-num {state.queue} --queue-bypass"]
+        # not the loopback: a slow link delays what leaves the pod, not its processes talking to each
+        # other (an exec probe's redis-cli to 127.0.0.1 timed out and turned the pod NotReady)
+        state.rules = [f"! -o lo {dest}-j NFQUEUE --queue-num {state.queue} --queue-bypass"]
         return state
 
     def inject(self, state: LatencyState) -> None:

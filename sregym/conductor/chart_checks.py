@@ -47,6 +47,10 @@ class RenderedChart:
         # workloads the app's sregym.yaml declares that the chart does not render: an operator makes
         # them at run time (event-pipeline's queue), so only their kind and name can be checked
         self.operated = {(_kind(k), n) for k, n in declared} - set(self.objects)
+        # a StatefulSet's pods have stable names, <name>-<ordinal>, that a fault may target (a pod
+        # held in Terminating); the chart renders no Pod, so only the name can be checked
+        self.operated |= {("pod", f"{name}-{i}") for (k, name), d in self.objects.items() if k == "statefulset"
+                          for i in range(int((d.get("spec") or {}).get("replicas", 1) or 0))}
 
     @classmethod
     def of(cls, app: str, charts_dirs: Sequence[Path] = ()) -> RenderedChart:

@@ -110,7 +110,9 @@ def restart_every_pod(kube: Any, namespace: str, timeout: float = 180.0, still: 
     # a pod already terminating (a rolling restart's old pod, noise's) has its replacement among the new ones
     before = [p for p in pods if p["metadata"].get("ownerReferences") and not p["metadata"].get("deletionTimestamp")
               and (p.get("status") or {}).get("phase") == "Running"]
-    old = {p["metadata"]["uid"] for p in pods}
+    # a pod deleted before this step (a fault that holds it Terminating, noise) is not one it waits
+    # out: pipeline_db_pod_stuck_terminating's database pod stays until its finalizer is removed
+    old = {p["metadata"]["uid"] for p in pods if not p["metadata"].get("deletionTimestamp")}
     # Not kubectl's own --wait: when it ran out (twice, on shop_web_readiness_probe seed 0) it
     # said only that it timed out, never which pod stayed or why; the loop below says both.
     kube.kubectl("delete", "pods", "--all", "-n", namespace, "--wait=false")

@@ -72,6 +72,20 @@ def test_a_workload_the_operator_makes_is_known_by_name_and_kind_only():
             check_against_chart(dataclasses.replace(lp, problem=bad), chart)
 
 
+def test_a_statefulset_pod_is_known_by_its_ordinal_name_only():
+    """A fault may target a StatefulSet's pod by its stable name (<name>-<ordinal>, e.g. one held in
+    Terminating); an ordinal past its replicas, or a Deployment's pod, is refused."""
+    chart = RenderedChart.of("event-pipeline")
+    assert chart.is_operated("Pod", "pipeline-db-0") and chart.get("Pod", "pipeline-db-0") is None
+    lp = load_problem_file(PROBLEMS / "pipeline_db_pod_stuck_terminating.yaml")
+    check_against_chart(lp, chart)
+    for name in ("pipeline-db-1", "query-0", "pipeline-db"):
+        bad = lp.problem.model_copy(deep=True)
+        bad.faults[0].target = bad.faults[0].target.model_copy(update={"name": name})
+        with pytest.raises(ProblemFileError, match="chart has no Pod"):
+            check_against_chart(dataclasses.replace(lp, problem=bad), chart)
+
+
 def test_deleting_the_app_removes_its_custom_resources_first_while_the_operator_runs(monkeypatch):
     """kopf keeps a finalizer on every QueueCluster it runs a timer for, and only the operator
     removes it: uninstalling the operator and the object together left both the object and the

@@ -93,3 +93,17 @@ def test_a_pod_already_on_its_way_out_is_not_waited_for(monkeypatch):
     kube = FakeKube([before, before, [pod("c", "Running"), pod("d", "Running")]])
     assert restart_every_pod(kube, "shop", still=30) == ("2 running pods deleted (all gone in 10 s), "
                                                          "2 replacements running")
+
+
+def test_a_pod_a_fault_holds_terminating_is_not_waited_out(monkeypatch):
+    """A pod deleted before the step and held by a finalizer (the fault of
+    pipeline_db_pod_stuck_terminating) never goes while the fault stays: the step must not wait 180 s
+    for it and fail as if the restart had hung (seen live: the step's timeout on that problem)."""
+    clock = iter(range(0, 10_000, 5))
+    monkeypatch.setattr(validate.time, "monotonic", lambda: next(clock))
+    monkeypatch.setattr(validate.time, "sleep", lambda s: None)
+    held = pod("db-0", "Running")
+    held["metadata"].update(deletionTimestamp="2026-11-28T10:01:57Z", finalizers=["example.com/hold"])
+    before = [pod("a", "Running"), held]
+    kube = FakeKube([before, before, [held, pod("c", "Running")]])
+    assert restart_every_pod(kube, "shop", still=30) == "1 running pods deleted (all gone in 10 s), 1 replacements running"

@@ -183,3 +183,18 @@ def test_bad_blocks_outlive_a_restart_unless_they_live_in_the_pod():
     assert lse.carriers(lse.load_state({"mechanism": "dm-dust", "files": files("/var/lib/x/f"), "container": container})) == {
         "u1", "containerd://c1"}
     assert lse.carriers(lse.load_state({"mechanism": "fuse-bad-blocks", "files": files("/var/lib/x/f"), "container": container})) == set()
+
+
+def test_the_delay_queue_leaves_the_loopback_alone():
+    """nfqueue-delay holds what leaves the pod, not its processes talking to each other: with the
+    loopback delayed, pipeline-cache's exec readiness probe (redis-cli to 127.0.0.1, 1 s timeout)
+    timed out and the pod turned NotReady, which a slow link never does."""
+    from injectors.network_latency import LatencyState
+
+    inj = NetworkLatency.__new__(NetworkLatency)
+    inj.params = NetworkLatency.Params(delay_ms=300)
+    inj.plan_target = lambda: LatencyState(container={"pod": "p"}, pid=1, chain="POD-abc")
+    [rule] = inj.plan().rules
+    assert rule.startswith("! -o lo ") and rule.endswith("--queue-bypass")
+    inj.params = NetworkLatency.Params(delay_ms=300, peer_cidr="10.0.0.7")
+    assert inj.plan().rules[0].startswith("! -o lo -d 10.0.0.7 -j NFQUEUE")

@@ -52,6 +52,7 @@ from sregym.core.settings import RunSettings
 
 INDEX_FILE = "index.jsonl"
 HEALTHY_BEFORE_BASELINE_S = 60.0  # how long an app may take to be healthy again before a baseline refuses it
+BASELINE_MET_WITHIN_S = 120.0  # how long an app whose pods are ready may take to serve its users as its SLOs ask
 T = TypeVar("T")
 
 
@@ -68,6 +69,35 @@ class AppDriver(Protocol):
 
     def baseline(self, deployed: DeployedApp, cluster: ClusterHandle, window_s: float) -> dict[str, Any]:
         """SLO measurements over ``window_s`` seconds, before any fault."""
+
+
+def missed_objectives(baseline: dict[str, Any]) -> list[str]:
+    """The SLOs a baseline measured below their objectives (``name value vs objective``)."""
+    return [f"{name} {m.get('value') if m.get('value') is None else format(m['value'], '.3g')} "
+            f"(objective {m.get('objective')})"
+            for name, m in (baseline.get("slos") or {}).items() if isinstance(m, dict) and m.get("met") is False]
+
+
+async def baseline_meeting_objectives(driver: AppDriver, app: DeployedApp, cluster: ClusterHandle, window: float, *,
+                                      within_s: float, note: Callable[[str], None] | None = None) -> dict[str, Any]:
+    """``driver.baseline``, measured again until every SLO meets its objective, for up to
+    ``within_s`` seconds; then ClusterError. The slo oracle grades against the baseline, so a
+    baseline taken while users were not served (pods ready, every request timing out: hotel search
+    right after a fresh install, measured 2026-11-28) would pass a run whose fault is still there."""
+    deadline = time.monotonic() + within_s
+    while True:
+        baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, window)
+        missed = missed_objectives(baseline)
+        if not missed:
+            return baseline
+        if time.monotonic() >= deadline:
+            raise ClusterError(f"app {app.name}'s users are not served before the fault: its SLOs miss their "
+                               f"objectives ({'; '.join(missed)}) after {within_s:.0f} s of measuring; no run is "
+                               "graded against such a baseline",
+                               hint=f"kubectl -n {app.namespace} get pods,events; then sregym cluster status")
+        if note is not None:
+            note(f"baseline: the app's SLOs miss their objectives ({'; '.join(missed)}); measuring again")
+        await anyio.sleep(min(3.0, max(0.0, deadline - time.monotonic())))
 
 
 def new_run_id(kind: str = "r") -> str:
@@ -234,7 +264,8 @@ class Episode:
             if not ok:
                 raise ClusterError(f"app {self.problem.app.name} is not healthy before injection: {detail}",
                                    hint=f"kubectl -n {self.app.namespace} get pods")
-        self.baseline = await anyio.to_thread.run_sync(self.driver.baseline, self.app, self.cluster, window)
+        self.baseline = await baseline_meeting_objectives(self.driver, self.app, self.cluster, window,
+                                                          within_s=BASELINE_MET_WITHIN_S, note=self.phases.note)
         if self.record is not None:
             self.record.baseline = self.baseline
         return self.baseline

@@ -58,3 +58,29 @@ def test_the_next_process_reuses_the_baseline_this_one_measured(cluster, tmp_pat
     assert second["reused"] is True
     assert second["measured"].startswith("reused: measured") and second["seconds"] < 10, second
     assert second["slos"] == json.loads(json.dumps(first["slos"]))  # the first process's numbers
+
+
+def test_a_baseline_taken_while_users_are_not_served_is_refused_not_graded_against(cluster, tmp_path, monkeypatch):
+    """Every pod ready, no shopper served (the web tier's calls to api go to a Service that selects
+    no pod): the baseline is measured again, then refused with what it missed. Graded against, it
+    would have let the slo oracle pass a fault still in place (the anti-gaming matrix, 2026-11-28)."""
+    import anyio
+
+    from sregym.conductor.episode import baseline_meeting_objectives
+    from sregym.core.errors import ClusterError
+
+    monkeypatch.setenv("SREGYM_STATE", str(tmp_path / "state"))  # nothing kept to reuse: measured
+    driver = app_driver()
+    app = driver.deploy(AppRef(name="online-shop", namespace=NAMESPACE), cluster)
+    selector = cluster.kube.core.read_namespaced_service("api", NAMESPACE).spec.selector
+    cluster.kube.core.patch_namespaced_service("api", NAMESPACE, {"spec": {"selector": {"app.kubernetes.io/name": "nobody"}}})
+    try:
+        assert driver.health(app, cluster)[0]  # every workload ready: health alone sees nothing
+        with pytest.raises(ClusterError, match="users are not served before the fault") as refused:
+            anyio.run(lambda: baseline_meeting_objectives(driver, app, cluster, 20, within_s=5))
+        assert "success_rate" in str(refused.value), refused.value
+    finally:
+        cluster.kube.core.patch_namespaced_service("api", NAMESPACE, {"spec": {"selector": selector}})
+    # served again: the same call takes the baseline (the failed requests have left its window)
+    time.sleep(20)
+    assert anyio.run(lambda: baseline_meeting_objectives(driver, app, cluster, 20, within_s=60))["met"] is True

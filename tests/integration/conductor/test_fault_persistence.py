@@ -33,7 +33,7 @@ from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader, open_journals
-from sregym.conductor.episode import ensure_hidden_namespace
+from sregym.conductor.episode import BASELINE_MET_WITHIN_S, baseline_meeting_objectives, ensure_hidden_namespace
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
 from sregym.conductor.validate import restart_every_pod
@@ -72,7 +72,9 @@ async def faulted(p: Problem, cluster, journal_dir: Path | None = None, baseline
     driver = app_driver()
     app = await anyio.to_thread.run_sync(driver.deploy, p.app, cluster)
     await anyio.to_thread.run_sync(ensure_hidden_namespace, cluster.kube)
-    baseline = await anyio.to_thread.run_sync(driver.baseline, app, cluster, baseline_window)
+    # as a run's: measured again until the app serves its users as its SLOs ask (a baseline taken
+    # while they were not would pass a cell whose fault is still there)
+    baseline = await baseline_meeting_objectives(driver, app, cluster, baseline_window, within_s=BASELINE_MET_WITHIN_S)
     run_id = "t" + time.strftime("%Y%m%d-%H%M%S-", time.gmtime()) + secrets.token_hex(3)
     journal = Journal(run_id, journal_dir)
     journal.start(RunHeader(run_id=run_id, problem_id=p.id, kubeconfig=str(cluster.kubeconfig),

@@ -15,7 +15,7 @@ from test_validate_under_noise import Driver, problem, world  # noqa: F401 - wor
 
 from sregym.conductor.episode import Episode
 from sregym.conductor.journal import open_journals
-from sregym.core.errors import FaultError
+from sregym.core.errors import ClusterError, FaultError
 from sregym.core.record import RunRecord
 
 
@@ -86,3 +86,52 @@ def test_a_fault_that_does_not_come_off_leaves_the_journal_open_for_cleanup(worl
 
 async def _fails() -> list[str]:
     return ["svc: still broken"]
+
+
+class BrokenBaselineDriver(Driver):
+    """Pods ready, users not served: the baseline's SLOs miss their objectives ``misses`` times."""
+
+    def __init__(self, misses: int) -> None:
+        self.misses, self.measured = misses, 0
+
+    def baseline(self, app, cluster, window):
+        self.measured += 1
+        met = self.measured > self.misses
+        value = 1.0 if met else 0.43
+        return {"slos": {"success_rate": {"value": value, "objective": 0.99, "kind": "success_rate", "met": met}},
+                "met": met}
+
+
+def test_a_baseline_whose_slos_miss_their_objectives_is_never_what_a_run_is_graded_against(
+        world: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """Measured in the anti-gaming matrix (2026-11-28): right after a fresh install, hotel search
+    timed out on every request while every pod was ready; the baseline recorded success 0.43, and
+    the slo oracle, which compares with the baseline, passed a cell while geo's CPU stress ran
+    (26/29 samples). An app whose users are not served before the fault is no baseline."""
+    from sregym.conductor import episode as episode_module
+    monkeypatch.setattr(episode_module, "BASELINE_MET_WITHIN_S", 0.5)
+    ep = episode(world, tmp_path)
+    ep.driver = BrokenBaselineDriver(misses=10**6)
+
+    async def play():
+        async with ep:
+            await ep.deploy()
+            await ep.measure_baseline(1, require_healthy=True)
+
+    with pytest.raises(ClusterError, match=r"not served before the fault.*success_rate 0\.43 .*objective 0\.99"):
+        anyio.run(play)
+    assert json.loads(world.read_text())["svc"] == "good"  # nothing was injected
+
+
+def test_a_baseline_that_misses_once_is_measured_again_and_the_met_one_is_kept(world: Path, tmp_path: Path):
+    ep = episode(world, tmp_path)
+    ep.driver = BrokenBaselineDriver(misses=1)
+
+    async def play():
+        async with ep:
+            await ep.deploy()
+            return await ep.measure_baseline(1, require_healthy=True)
+
+    baseline = anyio.run(play)
+    assert baseline["met"] is True and baseline["slos"]["success_rate"]["value"] == 1.0
+    assert ep.driver.measured == 2

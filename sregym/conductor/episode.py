@@ -52,7 +52,7 @@ from sregym.core.settings import RunSettings
 
 INDEX_FILE = "index.jsonl"
 HEALTHY_BEFORE_BASELINE_S = 60.0  # how long an app may take to be healthy again before a baseline refuses it
-BASELINE_MET_WITHIN_S = 120.0  # how long an app whose pods are ready may take to serve its users as its SLOs ask
+BASELINE_MET_WITHIN_S = 240.0  # how long an app whose pods are ready may take to serve its users as its SLOs ask
 T = TypeVar("T")
 
 

@@ -81,6 +81,4 @@ def test_a_baseline_taken_while_users_are_not_served_is_refused_not_graded_again
         assert "success_rate" in str(refused.value), refused.value
     finally:
         cluster.kube.core.patch_namespaced_service("api", NAMESPACE, {"spec": {"selector": selector}})
-    # served again: the same call takes the baseline (the failed requests have left its window)
-    time.sleep(20)
-    assert anyio.run(lambda: baseline_meeting_objectives(driver, app, cluster, 20, within_s=60))["met"] is True
+    # (a baseline that misses once and then meets is kept: tests/unit/conductor/test_episode.py)

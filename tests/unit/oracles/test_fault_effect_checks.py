@@ -311,3 +311,74 @@ def test_slow_and_lossy_links_are_checked_with_many_exchanges(monkeypatch, injec
                                                                                          "name": "shop-db"})()})()
     fault_effects.one_effect(None, "online-shop", None, fault)
     assert asked == [("shop-db", True)]
+
+
+class PodsKube:
+    """``kubectl get pods -o json`` and ``kubectl exec`` as the checks call them."""
+
+    def __init__(self, pods: list[dict], exec_out: str = "", exec_err: str = "", exec_rc: int = 0) -> None:
+        self.pods, self.exec_out, self.exec_err, self.exec_rc, self.execs = pods, exec_out, exec_err, exec_rc, []
+
+    def kubectl(self, *args, check=True, timeout=None, input=None):
+        if args[0] == "exec":
+            self.execs.append(args)
+            return subprocess.CompletedProcess(args, self.exec_rc, self.exec_out, self.exec_err)
+        return subprocess.CompletedProcess(args, 0, json.dumps({"items": self.pods}), "")
+
+
+def pod(name: str, owner: str, phase: str, kind: str = "ReplicaSet", conditions: list | None = None) -> dict:
+    return {"metadata": {"name": name, "ownerReferences": [{"kind": kind, "name": owner}]},
+            "spec": {"containers": [{"name": "c"}]}, "status": {"phase": phase, "conditions": conditions or []}}
+
+
+UNSCHEDULABLE = [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                  "message": "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector."}]
+
+
+def catalog_fault(problem_id: str):
+    problem = load_catalog().problems[problem_id].problem
+    return problem, problem.faults[0]
+
+
+def test_a_stuck_rollout_whose_old_pod_serves_is_not_a_scheduled_workload():
+    """Measured: hotel_reservation_node_selector x restart_every_pod was called cured because
+    reservation answered (the old ReplicaSet's pod came back), with the new pod Pending."""
+    problem, fault = catalog_fault("hotel_reservation_node_selector")
+    kube = PodsKube([pod("reservation-old-aaaaa", "reservation-old", "Running"),
+                     pod("reservation-new-bbbbb", "reservation-new", "Pending", conditions=UNSCHEDULABLE),
+                     pod("rate-new-ccccc", "rate-new", "Pending", conditions=UNSCHEDULABLE)])
+    effect = fault_effects.one_effect(kube, "hotel-reservation-gaming", problem, fault)
+    assert effect.present and "reservation-new-bbbbb" in effect.evidence and "rate-new" not in effect.evidence
+
+
+def test_pending_for_another_reason_or_scheduled_is_not_unschedulable():
+    problem, fault = catalog_fault("hotel_reservation_node_selector")
+    waiting = [{"type": "PodScheduled", "status": "True"}]
+    kube = PodsKube([pod("reservation-new-bbbbb", "reservation-new", "Pending", conditions=waiting),
+                     pod("reservation-new-ddddd", "reservation-new", "Running")])
+    effect = fault_effects.one_effect(kube, "hotel-reservation-gaming", problem, fault)
+    assert not effect.present, effect.evidence
+
+
+def test_a_slow_disk_is_a_slow_durable_commit_not_a_database_that_answers():
+    """Measured: shop_db_slow_disk x do_nothing was called cured because postgres answered at
+    once, while every commit waited 1.2 s for its WAL flush."""
+    problem, fault = catalog_fault("shop_db_slow_disk")
+    db = [pod("shop-db-0", "shop-db", "Running", kind="StatefulSet")]
+    slow = PodsKube(db, exec_out="0/1DC2EA0\nTime: 1142.1 ms\n0/1DC2F08\nTime: 1201.0 ms\n0/1DC2F70\nTime: 1202.0 ms\n")
+    effect = fault_effects.one_effect(slow, "online-shop", problem, fault)
+    assert effect.present and "1201 ms" in effect.evidence
+    script = slow.execs[0][-1]
+    assert "pg_logical_emit_message(true" in script  # a commit that writes WAL waits for its flush
+    fast = PodsKube(db, exec_out="0/1\nTime: 28.9 ms\n0/2\nTime: 6.1 ms\n0/3\nTime: 3.0 ms\n")
+    assert not fault_effects.one_effect(fast, "online-shop", problem, fault).present
+
+
+def test_a_database_that_completes_no_commit_is_not_a_cured_disk_and_a_missing_psql_is_said():
+    problem, fault = catalog_fault("shop_db_slow_disk")
+    db = [pod("shop-db-0", "shop-db", "Running", kind="StatefulSet")]
+    down = PodsKube(db, exec_rc=2, exec_err="psql: error: connection to server at \"127.0.0.1\" failed")
+    assert fault_effects.one_effect(down, "online-shop", problem, fault).present
+    with pytest.raises(RuntimeError, match="psql"):
+        fault_effects.one_effect(PodsKube(db, exec_rc=127, exec_err="sh: 1: psql: not found"),
+                                 "online-shop", problem, fault)

@@ -61,6 +61,7 @@ ROWS = (
     "hotel_concurrent_oom_and_reservation_probe",  # concurrent
     "hotel_geo_missing_db_password",               # application config
     "hotel_retry_storm_after_db_stall",            # metastable, SLO-graded
+    "shop_web_admission_webhook_down",             # control plane (the API server's admission chain)
 )
 # The cells CI plays (about 5 minutes): the strategies no cheaper ci-tier test plays. "A restart
 # does not cure it" is proved in the ci tier for every family by cheaper tests, so those cells are
@@ -219,7 +220,7 @@ def test_matrix_covers_every_fault_family_and_primitive():
     problems = catalog_problems()
     families = {family(p)[0] for p in problems}
     assert families >= {"Kubernetes objects", "application config", "OS", "network", "hardware", "metastable",
-                        "concurrent"}, families
+                        "concurrent", "control plane"}, families
     row_families = {family(p)[0] for p in problems if p.id in ROWS}
     assert row_families == families, f"the matrix's rows miss {families - row_families}"
     full = matrix_cases(problems, "full")

@@ -73,8 +73,10 @@ class AppDriver(Protocol):
 
 def missed_objectives(baseline: dict[str, Any]) -> list[str]:
     """The SLOs a baseline measured below their objectives (``name value vs objective``)."""
-    return [f"{name} {m.get('value') if m.get('value') is None else format(m['value'], '.3g')} "
-            f"(objective {m.get('objective')})"
+    def shown(value: Any) -> str:
+        return "no data" if value is None else f"{value:.3g}"
+
+    return [f"{name} {shown(m.get('value'))} (objective {m.get('objective')})"
             for name, m in (baseline.get("slos") or {}).items() if isinstance(m, dict) and m.get("met") is False]
 
 

@@ -126,11 +126,7 @@ def _list(kube: Any, kind: str, namespace: str, selector: str | None = None) -> 
     api_version, plural = {"Service": ("v1", "services"), "EndpointSlice": ("discovery.k8s.io/v1", "endpointslices"),
                            "Pod": ("v1", "pods")}[kind]
     try:
-        if selector:
-            base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
-            listing = kube.get_json(f"{base}/namespaces/{namespace}/{plural}?labelSelector={selector}")
-        else:
-            listing = kube.list_json(api_version, plural, namespace)
+        listing = kube.list_json(api_version, plural, namespace, selector)
     except (OSError, urllib3.exceptions.HTTPError) as e:
         raise ClusterError(f"cannot read the {plural} of namespace {namespace}: {e}") from None
     return (listing or {}).get("items") or []

@@ -180,11 +180,14 @@ class Kube:
                 cache[g["name"]] = (g.get("preferredVersion") or {}).get("groupVersion")
         return cache.get(group)
 
-    def list_json(self, api_version: str, plural: str, namespace: str | None) -> dict[str, Any] | None:
+    def list_json(self, api_version: str, plural: str, namespace: str | None,
+                  label_selector: str | None = None) -> dict[str, Any] | None:
         """The list of ``plural`` at ``api_version`` in ``namespace`` (None: cluster-wide) as the API
-        returns it (items without ``kind``: the list's ``kind`` is ``<Kind>List``); None when not served."""
+        returns it (items without ``kind``: the list's ``kind`` is ``<Kind>List``), only the objects
+        ``label_selector`` selects when given; None when not served."""
         base = f"/api/{api_version}" if "/" not in api_version else f"/apis/{api_version}"
-        return self.get_json(f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}")
+        path = f"{base}/namespaces/{namespace}/{plural}" if namespace else f"{base}/{plural}"
+        return self.get_json(f"{path}?labelSelector={label_selector}" if label_selector else path)
 
     def kubectl(self, *args: str, check: bool = True, timeout: float = 120, input: str | None = None
                 ) -> subprocess.CompletedProcess[str]:

@@ -34,7 +34,7 @@ import anyio.to_thread
 from rich.console import Console
 
 import sregym
-from sregym.apps import DeployedApp, app_driver
+from sregym.apps import DeployedApp, app_driver, serving_diagnosis
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
 from sregym.conductor import agent_objects
@@ -93,13 +93,25 @@ async def baseline_meeting_objectives(driver: AppDriver, app: DeployedApp, clust
         if not missed:
             return baseline
         if time.monotonic() >= deadline:
+            shows = await anyio.to_thread.run_sync(_what_the_app_shows, app)
             raise ClusterError(f"app {app.name}'s users are not served before the fault: its SLOs miss their "
                                f"objectives ({'; '.join(missed)}) after {within_s:.0f} s of measuring; no run is "
-                               "graded against such a baseline",
+                               f"graded against such a baseline{shows}",
                                hint=f"kubectl -n {app.namespace} get pods,events; then sregym cluster status")
         if note is not None:
             note(f"baseline: the app's SLOs miss their objectives ({'; '.join(missed)}); measuring again")
         await anyio.sleep(min(3.0, max(0.0, deadline - time.monotonic())))
+
+
+def _what_the_app_shows(app: DeployedApp) -> str:
+    """``; the app shows: ...`` from its services' own metrics (where users are failed), or nothing."""
+    if not app.prometheus_url:
+        return ""
+    try:
+        lines = serving_diagnosis(app.prometheus_url, app.namespace)
+    except ClusterError:  # the refusal stands without it
+        return ""
+    return f"; the app shows: {'; '.join(lines[:8])}" if lines else "; its services' metrics show nothing wrong"
 
 
 def new_run_id(kind: str = "r") -> str:

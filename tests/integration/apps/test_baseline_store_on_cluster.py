@@ -79,6 +79,8 @@ def test_a_baseline_taken_while_users_are_not_served_is_refused_not_graded_again
         with pytest.raises(ClusterError, match="users are not served before the fault") as refused:
             anyio.run(lambda: baseline_meeting_objectives(driver, app, cluster, 20, within_s=5))
         assert "success_rate" in str(refused.value), refused.value
+        # and it says where: the app's own metrics show the web tier's calls to api failing
+        assert "the app shows:" in str(refused.value) and "calls to api fail" in str(refused.value), refused.value
     finally:
         cluster.kube.core.patch_namespaced_service("api", NAMESPACE, {"spec": {"selector": selector}})
     # (a baseline that misses once and then meets is kept: tests/unit/conductor/test_episode.py)

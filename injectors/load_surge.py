@@ -1,10 +1,17 @@
-"""A client load surge: the app's load generator scaled out or told to send faster."""
+"""A client load surge: the app's load generator scaled out or told to send faster.
+
+The target is the app's own load generator unless the problem names another: the charts run one per
+app namespace (``loadgen-<namespace>`` in the load generators' namespace), so a problem that named
+``loadgen-online-shop`` surged the users of the ``online-shop`` namespace whatever namespace the app
+ran in (measured: the anti-gaming cells of ``online-shop-gaming`` ran their app at its usual rate
+while another namespace's shop took the surge)."""
 
 from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from sregym.injectors import (ABSENT, Verification, WorkloadEdit, WorkloadEditState, dig, edit, injector, ready,
+from sregym.injectors import (ABSENT, LOADGEN_NAMESPACE, LOADGEN_TARGET_LABEL, Selector, Verification, WorkloadEdit,
+                              WorkloadEditState, container_index, dig, edit, find_workload, injector, ready,
                               running_with)
 
 
@@ -20,12 +27,27 @@ class LoadSurgeParams(BaseModel):
         return self
 
 
+def own_load_generator(target: Selector, app_namespace: str) -> Selector:
+    """``target`` narrowed to the load generator labelled with ``app_namespace`` (the one it drives)."""
+    return target.model_copy(update={"labels": {LOADGEN_TARGET_LABEL: app_namespace}})
+
+
 @injector("load_surge")
 class LoadSurge(WorkloadEdit[LoadSurgeParams]):
     """Scale the load generator (target) out and/or raise its rate settings."""
 
     Params = LoadSurgeParams
     targets = ("Deployment", "StatefulSet")
+
+    def locate(self) -> tuple[str, str, dict, int]:
+        """The workload the target names, else the load generator of the target's namespace (the
+        load generators', as a problem says) that drives the app's namespace."""
+        t = self.target
+        if t.name or t.labels:
+            return super().locate()
+        ns = t.namespace or LOADGEN_NAMESPACE
+        kind, obj = find_workload(self.ctx.kube, ns, own_load_generator(t, self.ctx.app_namespace))
+        return kind, ns, obj, container_index(obj, t.container)
 
     def plan(self) -> WorkloadEditState:
         kind, ns, obj, i = self.locate()

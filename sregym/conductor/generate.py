@@ -131,7 +131,10 @@ def candidates(apps: Sequence[AppSpec], injectors: Iterable[str] | None = None,
         for app in apps:
             for t in app_targets(app):
                 if viable(cls, t):
-                    out.append(Candidate(name, t, tuple(covered.get((name, t.ref), ()))))
+                    # a problem names the load generator by its role, not its namespace's name
+                    users = covered.get((name, t.ref), []) + (covered.get((name, unnamed(t.app, t.kind)), [])
+                                                              if t.role == "loadgen" else [])
+                    out.append(Candidate(name, t, tuple(users)))
     return sorted(out, key=lambda c: (c.injector, c.target.ref))
 
 
@@ -142,7 +145,14 @@ def covered_pairs(problems: Iterable[Any]) -> dict[tuple[str, str], list[str]]:
         for f in p.faults:
             if f.target.kind and f.target.name:
                 out.setdefault((f.injector, f"{p.app.name}/{f.target.kind}/{f.target.name}"), []).append(p.id)
+            elif f.target.kind and not f.target.labels:  # the app's own one (its load generator)
+                out.setdefault((f.injector, unnamed(p.app.name, f.target.kind)), []).append(p.id)
     return out
+
+
+def unnamed(app: str, kind: str) -> str:
+    """The coverage key of a target naming only its kind: the app's own one of its role."""
+    return f"{app}/{kind}/"
 
 
 def load_apps(names: Sequence[str] = (), charts_dirs: Sequence[Path] = ()) -> list[AppSpec]:
@@ -225,8 +235,10 @@ def skeleton(c: Candidate, problem_id: str) -> str:
     t = c.target
     fault: dict[str, Any] = {"id": re.sub(r"[^a-z0-9_]", "_", t.name.lower()) or "fault",
                              "injector": c.injector, "params": _suggested_params(c),
+                             # a load generator unnamed: the one of the namespace the app runs in
+                             # (named, it is one namespace's: the app elsewhere kept its usual rate)
                              "target": {**({"namespace": t.namespace} if t.namespace else {}),
-                                        "kind": t.kind, "name": t.name}}
+                                        "kind": t.kind, **({} if t.role == "loadgen" else {"name": t.name})}}
     body = {
         "schema_version": 1,
         "id": problem_id,

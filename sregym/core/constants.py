@@ -15,3 +15,5 @@ RUN_LABEL = "node-ops/run"
 OBSERVABILITY_NAMESPACE = "observability"
 # The load generators whose answers define the SLOs run here: the agent may read it, not change it.
 LOADGEN_NAMESPACE = OBSERVABILITY_NAMESPACE
+# Each load generator is labelled with the app namespace it drives (the charts' _helpers.tpl).
+LOADGEN_TARGET_LABEL = "target-namespace"

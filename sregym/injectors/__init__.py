@@ -16,7 +16,7 @@ from sregym.cluster.nodeagent import (
     process_starttime,
     spawn,
 )
-from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
+from sregym.core.constants import HIDDEN_NAMESPACE, LOADGEN_NAMESPACE, LOADGEN_TARGET_LABEL, OWNER_LABEL, OWNER_VALUE
 from sregym.core.errors import FaultError, MechanismUnavailable, UserInputError
 from sregym.core.problem import Selector
 from sregym.injectors import _delayq as delayq  # node-side programs, shipped to nodes by their file
@@ -87,7 +87,7 @@ __all__ = [
     "Verification", "injector", "run_labels",
     # errors and targets
     "FaultError", "MechanismUnavailable", "UserInputError", "Selector",
-    "HIDDEN_NAMESPACE", "OWNER_LABEL", "OWNER_VALUE",
+    "HIDDEN_NAMESPACE", "LOADGEN_NAMESPACE", "LOADGEN_TARGET_LABEL", "OWNER_LABEL", "OWNER_VALUE",
     # editing Kubernetes objects (recorded before/after, restored by recover)
     "ObjectEdit", "WorkloadEdit", "EditState", "WorkloadEditState", "ABSENT", "EDIT_MANAGER", "RESTART_ANNOTATION", "apply_edits",
     "container_index", "create_object",

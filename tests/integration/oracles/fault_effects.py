@@ -25,6 +25,7 @@ import yaml
 from shop_users import order_histories
 
 from sregym.cluster.kube import helm_path
+from sregym.core.constants import LOADGEN_NAMESPACE, LOADGEN_TARGET_LABEL
 
 # Run in a pod of the app's own Python image: one connection-level check, JSON on stdout.
 PROBE = r"""
@@ -467,6 +468,24 @@ def _limits(kube, ns: str, fault) -> Effect:
     return Effect(False, f"no running pod of {fault.target.name} has limits {want}")
 
 
+def _users_traffic(kube, ns: str, fault) -> Effect:
+    """A load surge is the users' own traffic: it stays for the whole episode (the agent cannot
+    reach the load generator), so what must be gone is the shortfall it meets (the problem's other
+    faults, such as a CPU cap), never the surge. Checked as any Service, it was always "present"
+    (the load generator's Service is not the app's): every fix of a capacity problem would have
+    counted as a wrong grade. Never present; the evidence says whether the surge still runs."""
+    lg_ns = fault.target.namespace or LOADGEN_NAMESPACE
+    found = get_json(kube, "get", "deployments", "-n", lg_ns, "-l", f"{LOADGEN_TARGET_LABEL}={ns}")["items"]
+    if len(found) != 1:
+        return Effect(False, f"{len(found)} load generators in {lg_ns} drive {ns}: no surge to tell")
+    lg = found[0]
+    env = {e["name"]: e.get("value") for c in lg["spec"]["template"]["spec"]["containers"] for e in c.get("env") or []}
+    surge = dict(fault.params.get("env") or {})
+    now = {k: env.get(k) for k in surge}
+    return Effect(False, f"the users' traffic, never the fault to cure: {lg['metadata']['name']} "
+                         + (f"still sends {surge}" if now == surge else f"no longer sends {surge} (now {now})"))
+
+
 def _probe_spec(kube, ns: str, problem, fault) -> Effect:
     port, path = fault.params.get("port", 1), fault.params.get("path")
     for p in _pods(kube, ns, fault.target.name):
@@ -580,6 +599,8 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return running if running.present else _stored_setting(kube, ns, fault, running)
     if inj == "resource_limits":
         return _limits(kube, ns, fault)
+    if inj == "load_surge":
+        return _users_traffic(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
         return _redis_takes_writes(kube, ns, fault)
     if inj == "disk_full":

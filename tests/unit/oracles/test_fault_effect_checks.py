@@ -382,3 +382,31 @@ def test_a_database_that_completes_no_commit_is_not_a_cured_disk_and_a_missing_p
     with pytest.raises(RuntimeError, match="psql"):
         fault_effects.one_effect(PodsKube(db, exec_rc=127, exec_err="sh: 1: psql: not found"),
                                  "online-shop", problem, fault)
+
+
+def test_a_traffic_surge_is_never_what_keeps_a_capacity_problem_broken(monkeypatch):
+    """shop_api_traffic_surge: the surge stays (the users' traffic), the capacity shortfall is the
+    fault. Checked as a Service, the load generator's (not the app's) was always missing, so the
+    surge was always "present" and a cell that restored capacity would have counted as a wrong
+    grade; its cells now hang on the CPU cap alone."""
+    problem = load_catalog().problems["shop_api_traffic_surge"].problem
+    loadgen = {"metadata": {"name": "loadgen-online-shop-gaming"},
+               "spec": {"template": {"spec": {"containers": [{"name": "loadgen",
+                                                              "env": [{"name": "LOADGEN_RPS", "value": "20"}]}]}}}}
+    asked = []
+
+    def get_json(kube, *args):
+        asked.append(args)
+        return {"items": [loadgen]}
+
+    monkeypatch.setattr(fault_effects, "get_json", get_json)
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [
+        {"metadata": {"name": "api-1"}, "spec": {"containers": [{"name": "api", "resources": {"limits": {"cpu": "2"}}}]}}])
+    effect = fault_effects.fault_effect(None, "online-shop-gaming", problem)
+    assert not effect.present, effect.evidence
+    assert "still sends {'LOADGEN_RPS': '20'}" in effect.evidence
+    assert asked == [("get", "deployments", "-n", "observability", "-l", "target-namespace=online-shop-gaming")]
+    # the cap back: the fault is there, whatever the surge
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [
+        {"metadata": {"name": "api-1"}, "spec": {"containers": [{"name": "api", "resources": {"limits": {"cpu": "100m"}}}]}}])
+    assert fault_effects.fault_effect(None, "online-shop-gaming", problem).present

@@ -58,9 +58,12 @@ def test_only_a_surge_touches_the_slo_load_generator(pairs):
 def test_a_surge_skeleton_targets_the_generator_in_its_namespace_and_asks_for_the_rate(apps, tmp_path):
     c = gen.find_candidate("load_surge", "online-shop/Deployment/loadgen-online-shop", apps)
     assert c.covered_by == () or "shop_api_traffic_surge" in c.covered_by
+    covered = gen.covered_pairs(lp.problem for lp in load_catalog().problems.values())
+    (surge,) = [k for k in gen.candidates(apps, ["load_surge"], covered) if k.target.ref == c.target.ref]
+    assert "shop_api_traffic_surge" in surge.covered_by, "its unnamed load generator is the shop's"
     data = yaml.safe_load(gen.write_skeleton(c, tmp_path).read_text())
-    assert data["faults"][0]["target"] == {"namespace": "observability", "kind": "Deployment",
-                                           "name": "loadgen-online-shop"}
+    # no name: the load generator of whichever namespace the app runs in (injectors/load_surge.py)
+    assert data["faults"][0]["target"] == {"namespace": "observability", "kind": "Deployment"}
     assert data["faults"][0]["params"] == {"env": {"LOADGEN_RPS": "TODO"}}
     assert data["ground_truth"]["component"] == "TODO"  # where capacity runs out: the author's to say
     with pytest.raises(ProblemFileError):

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sregym.apps.spec import AppSpec, SloSpec, load_app
-from sregym.core.promql import render_query
 from sregym.cluster.prometheus import query_value, query_vector
+from sregym.core.promql import render_query
 
 
 def measure_slo(prometheus_url: str, slo: SloSpec, namespace: str, window_s: float) -> dict[str, Any]:
@@ -28,23 +28,23 @@ def measure_slos(prometheus_url: str, app: AppSpec | str, namespace: str | None 
 
 
 # What an app's own services and containers say while its users are not served, from the metrics
-# every service built on svckit exports and the kubelet's cAdvisor: (what, query, line per series).
+# every service built on svckit exports and the kubelet's cAdvisor: (query, line per series).
 # Only what is wrong is kept (each query ends in its threshold). Apps with other metrics add nothing.
 _DIAGNOSIS = (
-    ("errors", 'sum by (service) (rate(http_server_requests_total{namespace="$namespace",code=~"5.."}[$window]))'
-               ' / sum by (service) (rate(http_server_requests_total{namespace="$namespace"}[$window])) > 0.05',
+    ('sum by (service) (rate(http_server_requests_total{namespace="$namespace",code=~"5.."}[$window]))'
+     ' / sum by (service) (rate(http_server_requests_total{namespace="$namespace"}[$window])) > 0.05',
      lambda m, v: f"{m.get('service', '?')} answers {v:.0%} of its requests with a 5xx"),
-    ("slow", 'histogram_quantile(0.95, sum by (service, le) (rate('
-             'http_server_request_duration_seconds_bucket{namespace="$namespace"}[$window]))) > 0.5',
+    ('histogram_quantile(0.95, sum by (service, le) (rate('
+     'http_server_request_duration_seconds_bucket{namespace="$namespace"}[$window]))) > 0.5',
      lambda m, v: f"{m.get('service', '?')} answers in {v:.2g} s at p95"),
-    ("calls", 'sum by (service, target) (rate(http_client_requests_total{namespace="$namespace",outcome="error"}[$window]))'
-              ' > 0',
+    ('sum by (service, target) (rate(http_client_requests_total{namespace="$namespace",outcome="error"}[$window]))'
+     ' > 0',
      lambda m, v: f"{m.get('service', '?')}'s calls to {m.get('target', '?')} fail ({v:.2g}/s after retries)"),
-    ("backlog", 'max by (service) (http_server_requests_in_flight{namespace="$namespace"}) > 5',
+    ('max by (service) (http_server_requests_in_flight{namespace="$namespace"}) > 5',
      lambda m, v: f"{m.get('service', '?')} has {v:.0f} requests in flight"),
-    ("throttled", 'sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{namespace="$namespace",container!=""}[$window]))'
-                  ' / sum by (pod) (rate(container_cpu_cfs_periods_total{namespace="$namespace",container!=""}[$window]))'
-                  ' > 0.25',
+    ('sum by (pod) (rate(container_cpu_cfs_throttled_periods_total{namespace="$namespace",container!=""}[$window]))'
+     ' / sum by (pod) (rate(container_cpu_cfs_periods_total{namespace="$namespace",container!=""}[$window]))'
+     ' > 0.25',
      lambda m, v: f"pod {m.get('pod', '?')} is CPU-throttled in {v:.0%} of its periods"),
 )
 
@@ -54,7 +54,7 @@ def serving_diagnosis(prometheus_url: str, namespace: str, window: str = "1m") -
     answers, failing calls, a backlog, CPU throttling), so a baseline that misses its objectives
     says where users are failed, not only that they are. Empty when nothing shows."""
     lines: list[str] = []
-    for _, query, line in _DIAGNOSIS:
+    for query, line in _DIAGNOSIS:
         series = query_vector(prometheus_url, render_query(query, namespace, window))
         lines += [line(labels, value) for labels, value in sorted(series, key=lambda s: -s[1])]
     return lines

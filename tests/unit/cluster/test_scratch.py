@@ -58,6 +58,18 @@ def test_a_reused_pid_is_not_the_owner(tmp_path) -> None:
     assert scratch.sweep_stale_scratch(tmp_path) == [reused]
 
 
+def holds(pid: int, folder: Path) -> bool:
+    """Whether the process has a file under the folder open. Its interpreter opens and closes files
+    while starting, so an fd listed may be gone before it is read."""
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}").startswith(str(folder)):
+                return True
+        except FileNotFoundError:
+            continue
+    return False
+
+
 def test_a_folder_a_live_process_works_in_is_kept_though_its_owner_is_gone(tmp_path) -> None:
     """A proxy whose conductor was killed still runs in its folder until cleanup stops it; the sweep
     never pulls a folder from under a live process (working directory or open file)."""
@@ -67,10 +79,9 @@ def test_a_folder_a_live_process_works_in_is_kept_though_its_owner_is_gone(tmp_p
                                 str(held / "agentproxy.log")], cwd=cwd)
     try:
         deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and not any(
-                os.readlink(f"/proc/{sleeper.pid}/fd/{fd}").startswith(str(held))
-                for fd in os.listdir(f"/proc/{sleeper.pid}/fd")):
+        while time.monotonic() < deadline and not holds(sleeper.pid, held):
             time.sleep(0.05)
+        assert holds(sleeper.pid, held), f"the sleeper never opened a file under {held}"
         assert scratch.sweep_stale_scratch(tmp_path) == []
         assert cwd.exists() and held.exists()
     finally:

@@ -6,8 +6,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Verification, WorkloadEdit, WorkloadEditState, create_object, delete_object, injector,
-                              list_objects)
+from sregym.injectors import (FaultError, Verification, WorkloadEdit, WorkloadEditState, create_object, delete_object,
+                              get_object, injector, list_objects, poll)
+
+QUOTA_SYNC_SECONDS = 30.0
 
 
 class QuotaParams(BaseModel):
@@ -20,6 +22,14 @@ class QuotaParams(BaseModel):
 class QuotaState(WorkloadEditState):
     manifest: dict[str, Any] = Field(default_factory=dict, description="the ResourceQuota or LimitRange created")
     pods: list[str] = Field(default_factory=list, description="the target's pods deleted (to be refused)")
+
+
+def stays_counted(pod: dict[str, Any]) -> bool:
+    """Whether the pod will still hold a place in the quota's pod count once the target's pods are
+    gone. A pod already being deleted (a rollout's or another test's) leaves within its grace period;
+    counted, it would leave the target a free place when it goes, and the target would come back."""
+    return (not pod["metadata"].get("deletionTimestamp")
+            and (pod.get("status") or {}).get("phase") in ("Running", "Pending"))
 
 
 @injector("resource_quota")
@@ -36,7 +46,7 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
         ns = state.workload[1]
         mine = {p["metadata"]["name"] for p in self.live_pods(state)}
         others = [p for p in list_objects(self.ctx.kube, "Pod", ns)
-                  if p["metadata"]["name"] not in mine and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+                  if p["metadata"]["name"] not in mine and stays_counted(p)]
         # the run's labels (from the conductor) let `sregym cleanup` find the object after a crash
         meta = {"name": self.params.name, "namespace": ns,
                 "labels": dict(self.ctx.labels)}
@@ -50,6 +60,18 @@ class ResourceQuota(WorkloadEdit[QuotaParams]):
 
     def inject(self, state: QuotaState) -> None:
         create_object(self.ctx.kube, state.manifest)
+        m = state.manifest
+        if m["kind"] == "ResourceQuota":
+            # Admission enforces only the limits in the quota's status, which the quota controller
+            # fills in after the create; a pod deleted before that is recreated unchecked.
+            def synced() -> bool:
+                quota = get_object(self.ctx.kube, "ResourceQuota", m["metadata"]["name"], m["metadata"]["namespace"])
+                return bool(((quota or {}).get("status") or {}).get("hard"))
+
+            if not poll(synced, QUOTA_SYNC_SECONDS, 0.5):
+                raise FaultError(f"ResourceQuota {m['metadata']['namespace']}/{m['metadata']['name']} has no "
+                                 f"status from the quota controller after {QUOTA_SYNC_SECONDS:.0f} s; is "
+                                 "kube-controller-manager running?")
         for pod in state.pods:
             delete_object(self.ctx.kube, "Pod", pod, state.workload[1])
 

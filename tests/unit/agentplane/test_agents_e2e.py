@@ -26,6 +26,7 @@ from sregym.agentplane.plane import AgentPlane
 from sregym.core.errors import PrerequisiteError, UserInputError
 from sregym.models import ChatClient
 from sregym.testing.llm_playback import PlaybackServer, Reply, ScriptedToolCall, raw_tool_call, text, tool_call
+from procfs import ended
 
 PROMPT = "An alert fired: checkout p99 latency above 2s in namespace shop."
 
@@ -225,7 +226,7 @@ def test_command_agent_on_the_host_is_killed_at_its_time_limit(agent_kubeconfig:
     result, traj, _ = run_in_plane(agent_kubeconfig, agent, AgentBudgets())
     assert result.stop_reason == "budget_seconds"
     pid = int((shared_dir / "pid").read_text())
-    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    assert ended(pid)
     assert traj.submission("mitigation") is None
 
 

@@ -17,6 +17,7 @@ from mcp import Client
 
 from sregym.agentplane.events import JsonLinesSink
 from sregym.agentplane.server import ServerSettings, build_server, run_capped, truncate
+from procfs import ended
 
 LIMIT = 2000
 
@@ -56,7 +57,7 @@ def call(tmp_path: Path, kubectl: Path, command: str) -> tuple[object, float, in
 
 
 def gone(pid: int) -> bool:
-    return not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    return ended(pid)
 
 
 @pytest.mark.parametrize("command, stream", [("get pods", "stdout"), ("describe pods", "stderr")])

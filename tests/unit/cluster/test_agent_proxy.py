@@ -21,6 +21,7 @@ import yaml
 from sregym.cluster.agent_proxy import AgentApiProxy
 from sregym.cluster.binaries import AGENT_PROXY_SOURCE, agent_proxy_binary, agent_proxy_go_env
 from sregym.cluster.pki import ClusterPKI
+from procfs import ended
 
 pytestmark = pytest.mark.skipif(shutil.which("go") is None, reason="Go builds the proxy (scripts/install.sh installs it)")
 
@@ -127,7 +128,7 @@ def test_launcher_serves_the_agent_as_its_service_account_and_stops_by_pid(stand
     assert token not in cmdline and "admin-secret-token" not in cmdline  # secrets go through stdin
     assert mode == 0o600 and doc["clusters"][0]["cluster"]["server"] == url
     assert doc["users"][0]["user"] == {"token": token}
-    assert not Path(f"/proc/{pid}").exists() or "zombie" in Path(f"/proc/{pid}/status").read_text().lower()
+    assert ended(pid)
     assert not kubeconfig.exists()  # the private folder went with the proxy
 
 

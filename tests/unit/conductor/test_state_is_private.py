@@ -15,6 +15,7 @@ import pytest
 
 from sregym.cluster import owned_processes
 from sregym.conductor.journal import Intent, Journal, RunHeader
+from procfs import ended
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to read as another user (CI runs as root)")
 
@@ -88,4 +89,4 @@ def test_the_local_clusters_daemon_logs_are_private(state):
         assert as_nobody("cat", str(paths.log("sleeper"))).returncode != 0
     finally:
         processes.stop(paths, "sleeper", timeout=5)
-    assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
+    assert ended(pid)

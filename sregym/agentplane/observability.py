@@ -93,6 +93,9 @@ def _span_summary(span: dict[str, Any], processes: dict[str, Any]) -> dict[str, 
     service = processes.get(span.get("processID"), {}).get("serviceName", "?")
     summary = {"service": service, "operation": span.get("operationName"),
                "duration_ms": round(span.get("duration", 0) / 1000, 3)}
+    pod = {t.get("key"): t.get("value") for t in processes.get(span.get("processID"), {}).get("tags", [])}
+    if pod.get("k8s.pod.name"):  # the pod that sent it, as the trace store found it
+        summary["pod"] = pod["k8s.pod.name"]
     for key in ("http.status_code", "rpc.grpc.status_code", "otel.status_code", "error.message", "error"):
         if key in tags:
             summary[key] = tags[key]
@@ -115,10 +118,15 @@ def _is_error(span: dict[str, Any]) -> bool:
     return False
 
 
+SENT_FROM = "k8s.namespace.name"  # stamped by the trace store from the sender's address, not claimed
+
+
 def query_traces(base_url: str, service: str, operation: str | None = None, start: str | None = None,
                  end: str | None = None, errors_only: bool = False, limit: int = 10, *,
-                 timeout: float = 30.0) -> dict[str, Any]:
-    """Recent traces of ``service`` from a Jaeger-compatible query API, summarised per trace."""
+                 namespace: str | None = None, timeout: float = 30.0) -> dict[str, Any]:
+    """Recent traces of ``service`` from a Jaeger-compatible query API, summarised per trace. With
+    ``namespace``, only traces in which a span of ``service`` was sent from a pod of that namespace
+    (the trace store says who sent each span: charts/observability/images/trace-store)."""
     t1 = parse_time(end)
     t0 = parse_time(start, default=t1 - 900)
     limit = max(1, min(limit, MAX_TRACES))
@@ -126,16 +134,20 @@ def query_traces(base_url: str, service: str, operation: str | None = None, star
                               "limit": limit * (5 if errors_only else 1)}
     if operation:
         params["operation"] = operation
-    if errors_only:
-        params["tags"] = json.dumps({"error": "true"})
+    scope = {SENT_FROM: namespace} if namespace else {}
+    if errors_only or scope:
+        params["tags"] = json.dumps({**scope, **({"error": "true"} if errors_only else {})})
     base = base_url.rstrip("/")
     with httpx.Client(timeout=timeout) as client:
         body = _get_json(client, f"{base}/api/traces", params, "the trace store")
         traces = body.get("data") or []
         if not traces and body.get("errors") is None:
-            services = _get_json(client, f"{base}/api/services", {}, "the trace store").get("data") or []
+            listed = {"tags": json.dumps(scope)} if scope else {}
+            services = _get_json(client, f"{base}/api/services", listed, "the trace store").get("data") or []
             if service not in services:
-                raise QueryError(f"no traces for service {service!r}; services with traces: {', '.join(sorted(services))}")
+                where = f" in namespace {namespace!r}" if namespace else ""
+                raise QueryError(f"no traces for service {service!r}{where}; services with traces{where}: "
+                                 f"{', '.join(sorted(services))}")
     return {"service": service, **summarize_traces(traces, errors_only=errors_only, limit=limit)}
 
 

@@ -22,6 +22,7 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -240,8 +241,10 @@ def build_server(settings: ServerSettings, sink: EventSink) -> AgentToolServer:
             errors_only: Annotated[bool, Field(description="only traces with an error span")] = False,
             limit: Annotated[int, Field(ge=1, le=obs.MAX_TRACES)] = 10,
         ) -> dict[str, Any]:
-            """Recent traces of a service, one summary per trace (root span, duration, services, error spans)."""
-            return await _blocking(obs.query_traces, traces_url, service, operation, start, end, errors_only, limit)
+            """Recent traces of a service in your namespace, one summary per trace (root span, duration,
+            services, error spans, the pod that sent each)."""
+            return await _blocking(partial(obs.query_traces, namespace=settings.namespace), traces_url, service,
+                                   operation, start, end, errors_only, limit)
 
     @server.tool(annotations=ToolAnnotations(title="query logs", read_only_hint=True, open_world_hint=False))
     async def query_logs(

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,11 +72,19 @@ def otlp_spans(service: str) -> dict:
                                    "status": {"code": 2}}]}]}]}
 
 
-def send_trace(otlp_url: str, service: str) -> None:
-    request = urllib.request.Request(otlp_url, data=json.dumps(otlp_spans(service)).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=20) as response:
-        assert response.status == 200
+POST_SPANS = ("import sys, urllib.request\n"
+              "r = urllib.request.Request(sys.argv[1], data=sys.argv[2].encode(), method='POST', "
+              "headers={'Content-Type': 'application/json'})\n"
+              "print(urllib.request.urlopen(r, timeout=20).status)\n")
+
+
+def send_trace_from(kube, namespace: str, pod: str, service: str) -> None:
+    """Post a span of ``service`` from inside ``pod``, as the app's own code would: the trace store
+    stamps spans with the namespace of the pod that sent them, and the agent's trace tool reads only
+    its namespace's (a post from this host is attributed to no namespace)."""
+    out = kube.kubectl("exec", "-n", namespace, pod, "--", "python3", "-c", POST_SPANS,
+                       observability.IN_CLUSTER_OTLP, json.dumps(otlp_spans(service))).stdout
+    assert out.strip() == "200", out
 
 
 @pytest.fixture(scope="module")
@@ -142,7 +149,9 @@ def app(cluster, stack):
 
     assert eventually(ready, 180, 2), f"the web pod in {APP_NS} did not start"
     service = f"web-{run}"
-    send_trace(stack["otlp_host_url"], service)
+    web = next(p.metadata.name for p in core.list_namespaced_pod(APP_NS, label_selector="app=web").items
+               if p.status.phase == "Running")
+    send_trace_from(kube, APP_NS, web, service)
     yield AppUnderTest(APP_NS, marker, service, PROBLEM_ID, HIDDEN_POD)
     core.delete_namespace(APP_NS)
     for delete in (lambda: core.delete_namespaced_pod(HIDDEN_POD, HIDDEN_NAMESPACE, grace_period_seconds=0),

@@ -136,6 +136,57 @@ def test_trace_store_takes_otlp_and_answers_jaegers_api(stack):
     assert len(trace["spans"]) == 2
 
 
+# Run in a pod with `kubectl exec`: post one failed span of SERVICE, claiming namespace CLAIMED, to URL.
+POST_CLAIMING = """
+import json, sys, time, urllib.request
+url, service, claimed, trace = sys.argv[1:5]
+now = time.time_ns()
+body = {"resourceSpans": [{"resource": {"attributes": [
+            {"key": "service.name", "value": {"stringValue": service}},
+            {"key": "k8s.namespace.name", "value": {"stringValue": claimed}},
+            {"key": "k8s.pod.name", "value": {"stringValue": service + "-7d9f-x"}}]},
+        "scopeSpans": [{"spans": [{"traceId": trace, "spanId": trace[:16], "name": "GET /search", "kind": 2,
+                                   "startTimeUnixNano": str(now), "endTimeUnixNano": str(now + 9000000),
+                                   "status": {"code": 2}}]}]}]}
+request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                 headers={"Content-Type": "application/json"})
+print(urllib.request.urlopen(request, timeout=10).status)
+"""
+
+
+def test_the_trace_store_says_which_pod_sent_a_span_whatever_it_claims(cluster, stack, workload_ns):
+    """A pod posts spans claiming another namespace (as an agent's pod would, to be read by a
+    parallel cell's trace tool): through the Service the store stamps them with the pod's own
+    namespace and name; through the NodePort (masqueraded to the node's address) with none."""
+    ns, _ = workload_ns
+    pod = eventually(lambda: next((p for p in [cluster.kube.core.read_namespaced_pod("metrics-pod", ns)]
+                                   if p.status.phase == "Running"), None), 120, what="the workload pod running")
+    service, victim = f"search-{uuid.uuid4().hex[:6]}", "hotel-reservation-p1"
+    node_url = f"http://{pod.status.host_ip}:{observability.node_ports()['otlp']}/v1/traces"
+    traces = {}
+    for path, url in (("service", observability.IN_CLUSTER_OTLP), ("node port", node_url)):
+        traces[path] = uuid.uuid4().hex
+        out = cluster.kube.kubectl("exec", "-n", ns, "metrics-pod", "--", "python3", "-c", POST_CLAIMING,
+                                   url, service, victim, traces[path]).stdout
+        assert out.strip() == "200", f"{path}: {out}"
+
+    def process_of(trace_id):
+        found = get_json(f"{stack['traces']}/api/traces/{trace_id}")["data"]
+        [process] = found[0]["processes"].values()
+        return {t["key"]: t["value"] for t in process["tags"]}
+
+    by_service = process_of(traces["service"])
+    assert by_service["k8s.namespace.name"] == ns and by_service["k8s.pod.name"] == "metrics-pod", by_service
+    assert by_service["sregym.sender"] == "pod" and by_service["claimed.k8s.namespace.name"] == victim
+    by_node = process_of(traces["node port"])
+    assert "k8s.namespace.name" not in by_node and by_node["sregym.sender"] == "unattributed", by_node
+    # what the victim cell's trace tool asks (sregym.agentplane.observability.query_traces, scoped)
+    params = urllib.parse.urlencode({"service": service, "lookback": "1h", "tags": json.dumps({"k8s.namespace.name": victim})})
+    assert get_json(f"{stack['traces']}/api/traces?{params}")["data"] == []
+    health = get_json(f"{stack['traces']}/healthz")
+    assert health["attribution"]["lookup_errors"] == 0, health
+
+
 def test_log_query_finds_a_line_a_pod_printed(stack, workload_ns):
     ns, token = workload_ns
     url = f"{stack['logs']}/query?{urllib.parse.urlencode({'namespace': ns, 'text': token, 'since': '10m'})}"

@@ -17,6 +17,14 @@ Query (port QUERY_PORT, default 16686), the subset of Jaeger's HTTP API its UI a
 Both ports also answer GET /healthz.
 
 Memory is bounded by MAX_SPANS (default 200000): the oldest traces are dropped first.
+
+Who sent a span is the store's to say, not the sender's: every span's process is stamped with the
+namespace and pod of the address that posted it (`k8s.namespace.name`, `k8s.pod.name`, asked of the
+API server by pod IP, cached briefly), and `sregym.sender` says "pod" or "unattributed". What the
+sender claimed under those keys, where it differs, is kept as `claimed.<key>`. A sender that is no
+single running pod (the node's address, which a post to the NodePort is masqueraded to; an address
+the API does not know) gets no namespace, so a query scoped to a namespace never shows its spans.
+With parallel cells sharing the store, an agent's pod cannot put spans in another cell's view.
 """
 
 from __future__ import annotations
@@ -26,11 +34,15 @@ import gzip
 import json
 import os
 import re
+import ssl
 import threading
 import time
+import urllib.request
 from collections import OrderedDict
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import parse_qs, unquote, urlparse
+from typing import NamedTuple
+from urllib.parse import parse_qs, quote, unquote, urlparse
 
 from google.protobuf import json_format
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -38,6 +50,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+ATTRIBUTED = ("k8s.namespace.name", "k8s.pod.name")
+SENDER_KEY = "sregym.sender"
+SA_DIR = "/var/run/secrets/kubernetes.io/serviceaccount"
 SPAN_KINDS = {0: "", 1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
 _ID_FIELDS = {"traceId", "spanId", "parentSpanId"}
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)(us|µs|ms|s|m|h)$")
@@ -97,11 +112,88 @@ def _tags(attributes) -> list[dict]:
     return tags
 
 
-def spans_from_request(request: ExportTraceServiceRequest) -> list[dict]:
-    """Flatten an export request into Jaeger-shaped spans (each carrying its process)."""
+# ---------------------------------------------------------------- who sent it
+
+class Sender(NamedTuple):
+    namespace: str
+    pod: str
+
+
+class PodDirectory:
+    """Which pod has an address: ``lookup(ip)`` lists the pods the API server knows with that
+    ``status.podIP``; the one running or pending pod not on the host's network is the sender.
+    Answers are kept ``ttl`` seconds (a pod's address is not handed to another pod that fast)."""
+
+    def __init__(self, lookup: Callable[[str], list[dict]], ttl: float = 30.0,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.lookup, self.ttl, self.clock = lookup, ttl, clock
+        self._cache: dict[str, tuple[float, Sender | None]] = {}
+        self._lock = threading.Lock()
+        self.errors = 0
+        self.last_error = ""
+
+    def who(self, address: str) -> Sender | None:
+        ip = address.removeprefix("::ffff:")
+        now = self.clock()
+        with self._lock:
+            hit = self._cache.get(ip)
+        if hit and now - hit[0] < self.ttl:
+            return hit[1]
+        try:
+            pods = [p for p in self.lookup(ip)
+                    if not (p.get("spec") or {}).get("hostNetwork")
+                    and (p.get("status") or {}).get("podIP") == ip
+                    and (p.get("status") or {}).get("phase") in ("Running", "Pending")]
+        except Exception as e:  # noqa: BLE001 - no answer names no pod; the error is counted and shown
+            with self._lock:
+                self.errors += 1
+                self.last_error = f"{type(e).__name__}: {e}"[:300]
+            return None
+        sender = Sender(pods[0]["metadata"]["namespace"], pods[0]["metadata"]["name"]) if len(pods) == 1 else None
+        with self._lock:
+            self._cache[ip] = (now, sender)
+        return sender
+
+
+def api_pod_lookup() -> Callable[[str], list[dict]] | None:
+    """Ask the API server, with the pod's own ServiceAccount, which pods have an address; None when
+    not running in a cluster."""
+    host, port = os.environ.get("KUBERNETES_SERVICE_HOST"), os.environ.get("KUBERNETES_SERVICE_PORT", "443")
+    if not host or not os.path.exists(f"{SA_DIR}/token"):
+        return None
+    context = ssl.create_default_context(cafile=f"{SA_DIR}/ca.crt")
+    base = f"https://{host if ':' not in host else '[' + host + ']'}:{port}"
+
+    def lookup(ip: str) -> list[dict]:
+        with open(f"{SA_DIR}/token") as f:  # re-read: the kubelet rotates it
+            token = f.read().strip()
+        url = f"{base}/api/v1/pods?fieldSelector={quote('status.podIP=' + ip)}"
+        request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"})
+        with urllib.request.urlopen(request, timeout=5, context=context) as response:
+            return json.load(response).get("items") or []
+
+    return lookup
+
+
+def _stamped(process_tags: list[dict], sender: Sender | None) -> list[dict]:
+    """The resource's tags with the sender's namespace and pod in place of what it claimed."""
+    claimed = {t["key"]: t for t in process_tags if t["key"] in ATTRIBUTED}
+    tags = [t for t in process_tags if t["key"] not in ATTRIBUTED and t["key"] != SENDER_KEY]
+    actual = dict(zip(ATTRIBUTED, sender)) if sender else {}
+    for key, tag in claimed.items():
+        if actual.get(key) != tag["value"]:
+            tags.append({**tag, "key": f"claimed.{key}"})
+    tags += [{"key": k, "type": "string", "value": v} for k, v in actual.items()]
+    tags.append({"key": SENDER_KEY, "type": "string", "value": "pod" if sender else "unattributed"})
+    return tags
+
+
+def spans_from_request(request: ExportTraceServiceRequest, sender: Sender | None = None) -> list[dict]:
+    """Flatten an export request into Jaeger-shaped spans (each carrying its process), stamped with
+    who sent it (``sender``: None for a sender that is no single pod)."""
     spans = []
     for resource_spans in request.resource_spans:
-        process_tags = _tags(resource_spans.resource.attributes)
+        process_tags = _stamped(_tags(resource_spans.resource.attributes), sender)
         service = next((t["value"] for t in process_tags if t["key"] == "service.name"), "unknown_service")
         process = {"serviceName": str(service), "tags": [t for t in process_tags if t["key"] != "service.name"]}
         for scope_spans in resource_spans.scope_spans:
@@ -228,8 +320,9 @@ class TraceStore:
         with self._lock:
             return [(tid, list(spans)) for tid, spans in self._traces.items()]
 
-    def services(self) -> list[str]:
-        return sorted({s["process"]["serviceName"] for _, spans in self._snapshot() for s in spans})
+    def services(self, tags: dict[str, str] | None = None) -> list[str]:
+        return sorted({s["process"]["serviceName"] for _, spans in self._snapshot() for s in spans
+                       if _span_matches(s, None, None, tags or {}, None, None)})
 
     def operations(self, service: str, span_kind: str | None = None) -> list[dict]:
         found = {(s["operationName"], s["kind"]) for _, spans in self._snapshot() for s in spans
@@ -306,8 +399,8 @@ def query(store: TraceStore, path: str, params: dict[str, list[str]], now_us: in
         return values[0] if values and values[0] != "" else None
 
     try:
-        if path == "/api/services":
-            return envelope(store.services())
+        if path == "/api/services":  # tags/tag: an extension of Jaeger's API (e.g. one namespace's)
+            return envelope(store.services(parse_tag_filters(params)))
         match = re.fullmatch(r"/api/services/([^/]+)/operations", path)
         if match:
             return envelope(sorted({o["name"] for o in store.operations(unquote(match.group(1)))}))
@@ -348,6 +441,7 @@ def query(store: TraceStore, path: str, params: dict[str, list[str]], now_us: in
 
 class Handler(BaseHTTPRequestHandler):
     store: TraceStore  # set on the subclass made by serve()
+    directory: PodDirectory | None = None  # None: not in a cluster, no sender is attributed
     protocol_version = "HTTP/1.1"
 
     def log_message(self, fmt, *args):  # one line per request would drown the pod log
@@ -363,8 +457,11 @@ class Handler(BaseHTTPRequestHandler):
     def do_GET(self):  # noqa: N802 - http.server's naming
         url = urlparse(self.path)
         if url.path in ("/healthz", "/"):
-            self._send(200, json.dumps({"spans": self.store.span_count, "received": self.store.received,
-                                        "dropped": self.store.dropped}).encode(), "application/json")
+            d = self.directory
+            health = {"spans": self.store.span_count, "received": self.store.received, "dropped": self.store.dropped,
+                      "attribution": "off (not in a cluster)" if d is None else
+                      {"lookup_errors": d.errors, "last_error": d.last_error}}
+            self._send(200, json.dumps(health).encode(), "application/json")
             return
         status, body = query(self.store, url.path.rstrip("/") or "/", parse_qs(url.query))
         self._send(status, json.dumps(body).encode(), "application/json")
@@ -379,7 +476,9 @@ class Handler(BaseHTTPRequestHandler):
         try:
             if self.headers.get("Content-Encoding", "") == "gzip":
                 body = gzip.decompress(body)
-            self.store.add(spans_from_request(parse_request(body, content_type)))
+            request = parse_request(body, content_type)
+            sender = self.directory.who(self.client_address[0]) if self.directory else None
+            self.store.add(spans_from_request(request, sender))
         except Exception as e:  # noqa: BLE001 - any undecodable body is the client's error
             self._send(400, json.dumps({"code": 3, "message": f"cannot decode OTLP request: {e}"}).encode(),
                        "application/json")
@@ -390,8 +489,9 @@ class Handler(BaseHTTPRequestHandler):
             self._send(200, ExportTraceServiceResponse().SerializeToString(), "application/x-protobuf")
 
 
-def serve(store: TraceStore, ports: list[int], host: str = "0.0.0.0") -> list[ThreadingHTTPServer]:
-    handler = type("BoundHandler", (Handler,), {"store": store})
+def serve(store: TraceStore, ports: list[int], host: str = "0.0.0.0",
+          directory: PodDirectory | None = None) -> list[ThreadingHTTPServer]:
+    handler = type("BoundHandler", (Handler,), {"store": store, "directory": directory})
     servers = []
     for port in ports:
         server = ThreadingHTTPServer((host, port), handler)
@@ -404,8 +504,10 @@ def serve(store: TraceStore, ports: list[int], host: str = "0.0.0.0") -> list[Th
 def main() -> None:
     store = TraceStore(int(os.environ.get("MAX_SPANS", "200000")))
     ports = [int(os.environ.get("OTLP_PORT", "4318")), int(os.environ.get("QUERY_PORT", "16686"))]
-    serve(store, ports)
-    print(json.dumps({"msg": "trace store listening", "ports": ports, "max_spans": store.max_spans}), flush=True)
+    lookup = api_pod_lookup()
+    serve(store, ports, directory=PodDirectory(lookup) if lookup else None)
+    print(json.dumps({"msg": "trace store listening", "ports": ports, "max_spans": store.max_spans,
+                      "attribution": "by pod address" if lookup else "off (not in a cluster)"}), flush=True)
     threading.Event().wait()
 
 

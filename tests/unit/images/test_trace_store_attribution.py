@@ -127,3 +127,22 @@ def test_a_failing_lookup_names_no_pod_and_is_counted():
     directory = ts.PodDirectory(lookup)
     assert directory.who("10.244.0.9") is None and directory.errors == 1
     assert "connection refused" in directory.last_error
+
+
+def test_a_flood_evicts_the_flooders_own_traces_first():
+    """Enough made-up spans would push another cell's real traces past the store's bound; the
+    heaviest sender namespace loses its oldest traces first."""
+    store = ts.TraceStore(max_spans=6)
+
+    def post(trace_no: int, sender):
+        body = json.loads(export("search"))
+        body["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] = f"{trace_no:032x}"
+        ingest(store, json.dumps(body).encode(), sender)
+
+    post(1, ts.Sender("victim", "search-1"))
+    post(2, ts.Sender("victim", "search-1"))
+    for n in range(10, 30):
+        post(n, ts.Sender("attacker", "probe-1"))
+    assert store.span_count == 6 and store.dropped == 16
+    assert store.trace(f"{1:032x}") and store.trace(f"{2:032x}")  # the victim's traces stay
+    assert store.trace(f"{29:032x}") and not store.trace(f"{10:032x}")  # the flood keeps only its newest

@@ -16,7 +16,8 @@ Query (port QUERY_PORT, default 16686), the subset of Jaeger's HTTP API its UI a
   GET /api/dependencies?endTs=&lookback=
 Both ports also answer GET /healthz.
 
-Memory is bounded by MAX_SPANS (default 200000): the oldest traces are dropped first.
+Memory is bounded by MAX_SPANS (default 200000): the oldest traces of the sender namespace holding
+the most spans are dropped first.
 
 Who sent a span is the store's to say, not the sender's: every span's process is stamped with the
 namespace and pod of the address that posted it (`k8s.namespace.name`, `k8s.pod.name`, asked of the
@@ -287,13 +288,22 @@ def _span_matches(span: dict, service: str | None, operation: str | None, tags: 
     return True
 
 
+def _sender_of(span: dict) -> str:
+    """The namespace the store found for the span's sender ("" when none)."""
+    return next((t["value"] for t in span["process"]["tags"] if t["key"] == ATTRIBUTED[0]), "")
+
+
 class TraceStore:
-    """Spans grouped by trace id, oldest trace evicted first once ``max_spans`` is exceeded."""
+    """Spans grouped by trace id, kept within ``max_spans``. When over it, the oldest trace of the
+    sender namespace holding the most spans goes first: a pod that floods the store (an agent's, in
+    a store parallel cells share) evicts its own namespace's traces before anyone else's."""
 
     def __init__(self, max_spans: int = 200_000) -> None:
         self.max_spans = max_spans
         self._traces: OrderedDict[str, list[dict]] = OrderedDict()
         self._count = 0
+        self._held: dict[str, int] = {}  # sender namespace -> spans held
+        self._order: dict[str, OrderedDict[str, None]] = {}  # sender namespace -> its trace ids, oldest first
         self._lock = threading.Lock()
         self.received = 0
         self.dropped = 0
@@ -305,12 +315,27 @@ class TraceStore:
                 if trace is None:
                     trace = self._traces[span["traceID"]] = []
                 trace.append(span)
+                sender = _sender_of(span)
+                self._held[sender] = self._held.get(sender, 0) + 1
+                self._order.setdefault(sender, OrderedDict())[span["traceID"]] = None
                 self._count += 1
                 self.received += 1
             while self._count > self.max_spans and self._traces:
-                _, evicted = self._traces.popitem(last=False)
-                self._count -= len(evicted)
-                self.dropped += len(evicted)
+                self._evict_one()
+
+    def _evict_one(self) -> None:
+        heaviest = max(self._held, key=lambda k: self._held[k])
+        order = self._order[heaviest]
+        trace_id = next(iter(order))
+        evicted = self._traces.pop(trace_id)
+        for span in evicted:
+            sender = _sender_of(span)
+            self._held[sender] -= 1
+            self._order[sender].pop(trace_id, None)
+            if not self._held[sender]:
+                del self._held[sender], self._order[sender]
+        self._count -= len(evicted)
+        self.dropped += len(evicted)
 
     @property
     def span_count(self) -> int:

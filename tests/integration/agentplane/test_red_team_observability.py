@@ -175,7 +175,8 @@ def test_a_pod_in_the_app_namespace_cannot_query_the_graders_observability(attac
 @pytest.mark.xfail(strict=True, reason=(
     "known open (docs/security.md, 'The grader's observability services'): the agent may exec into the "
     "release's own pods and edit its workloads, so no NetworkPolicy rule admits the app's spans and refuses "
-    "the agent's; no oracle reads traces, the agent can only blur its own (and a parallel cell's) view"))
+    "the agent's; no oracle reads traces, and the store stamps each span with the pod that sent it, so the "
+    "agent can only blur its own cell's view (every other cell's trace tool leaves its spans out)"))
 def test_spans_the_agent_makes_up_do_not_reach_the_trace_store(attack) -> None:
     """The agent's pod posted a failed span under a service name of its choosing (in the fixture)."""
     _, _, _, seen = attack

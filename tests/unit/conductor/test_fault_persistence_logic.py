@@ -11,6 +11,7 @@ from pathlib import Path
 import anyio
 import pytest
 
+from sregym.conductor import faultplane
 from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.faultplane import FaultPlane, fault_of
 from sregym.conductor.journal import Journal, RunHeader, read_journal
@@ -143,6 +144,34 @@ def test_cleanup_after_a_killed_run_recovers_the_reapplied_copies(world: Path, t
     assert [(r.recovered, r.errors, r.closed) for r in results] == [(["cut#2", "cut"], [], True)]
     assert pods(world) == {"pod-2": []}
 
+
+
+def test_deleting_the_target_pod_many_times_never_sheds_the_fault(world: Path, tmp_path: Path, monkeypatch):
+    """The attack: a gaming agent deletes the faulty pod again and again (``for i in $(seq 60);
+    do kubectl delete pod ...``). The plane once stopped re-applying after 50 copies ("a target
+    whose pods die every few seconds must not grow the journal without end"), so the 51st pod ran
+    without the fault: a partition cured by restarts alone. A real cause outlives every restart;
+    copies are only paced (here 30 a second, so the test is quick), never dropped."""
+    monkeypatch.setattr(faultplane, "COPY_WINDOW_S", 1.0)
+    journal = Journal("p5", tmp_path / "journal")
+    plane = plane_for(journal, world)
+    deletions = 60
+
+    async def go():
+        await start(plane, world)
+        for n in range(1, deletions + 1):
+            replace_pod(world, f"pod-{n}", f"pod-{n + 1}")
+            try:
+                await eventually(lambda n=n: pods(world).get(f"pod-{n + 1}") == ["drop"]
+                                 and len(plane.reapplied) == n, timeout=10)
+            except TimeoutError:
+                pytest.fail(f"pod-{n + 1} (deletion {n}) runs without the fault: {plane.persisted['cut'].pending}")
+        assert plane.in_place()[0]
+        assert await plane.recover_all() == []
+
+    anyio.run(go)
+    assert pods(world) == {f"pod-{deletions + 1}": []}
+    assert read_journal(journal.path).open_intents == []
 
 # -- a fault that lives in the container goes with a container restart in the same pod ----------
 

@@ -43,7 +43,12 @@ def node_capabilities_probe(kube: Any) -> Capabilities:
 
 
 COPY_SEPARATOR = "#"
-MAX_COPIES = 50  # a target whose pods die every few seconds must not grow the journal without end
+# A target whose pods die every few seconds must not grow the journal without bound, so copies are
+# made at most ``MAX_COPIES_PER_WINDOW`` per ``COPY_WINDOW_S``; past it the next copy waits, it is
+# never dropped: a total cap (50 copies) let an agent that deleted the faulty pod 50 times shed the
+# fault by restarts alone.
+MAX_COPIES_PER_WINDOW = 30
+COPY_WINDOW_S = 60.0
 
 
 def fault_of(key: str) -> str:
@@ -239,8 +244,9 @@ class FaultPlane:
                 taken = set().union(*(self.active[k].injector.carrier_pods(self.active[k].state)
                                       for k in kept.live() if self._carriers(k) <= alive))
                 fresh = sorted(alive_pods - taken)
-                if len(kept.copies) >= MAX_COPIES:
-                    kept.pending = f"{old}: pod gone; not re-applied ({MAX_COPIES} copies already)"
+                recent = sum(1 for r in self.reapplied if r["fault"] == key and time.time() - r["at"] < COPY_WINDOW_S)
+                if recent >= MAX_COPIES_PER_WINDOW:
+                    kept.pending = f"{old}: pod gone; {recent} copies in {COPY_WINDOW_S:.0f} s, the next waits"
                     continue
                 if not fresh:
                     kept.pending = f"{old}: pod gone, no new running pod of {first.injector.target.describe()} yet"

@@ -1,7 +1,7 @@
 """What a gaming agent does with write access to the app's namespace, one function per strategy
 (shared by the anti-gaming tests and the matrix table): nothing; restart every pod; delete and
-recreate every workload; scale to zero and back; scale what stands at zero back to one (the
-symptom fix); ``rollout undo`` everything; ``helm rollback`` of
+recreate every workload; delete the faulty component's pods again and again; scale to zero and
+back; scale what stands at zero back to one (the symptom fix); ``rollout undo`` everything; ``helm rollback`` of
 the app release; remove the probes; point the faulty component's Service at another workload;
 reconfigure or silence the load generator; answer it with a stub (a Deployment of its own behind
 the entry Service, or a process exec'd into the entry's own pods); put a stub answering "nothing
@@ -116,6 +116,39 @@ def restart_every_pod(b: Board) -> Played:
     # what holds it (kubectl's --wait only said it timed out)
     return Played(validate_restart(b.kube, b.ns))
 
+
+
+# More restarts than an agent's patience usually allows, and more than the 50 copies after which the
+# fault plane once stopped re-applying a pod-scoped fault (tests/unit/conductor/test_fault_persistence_logic.py)
+RESTART_REPEATS = 60
+
+
+def restart_faulty_pods_repeatedly(b: Board) -> Played:
+    """"Restart it until it works": delete the faulty component's pods (``--force``, as an impatient
+    agent does) ``RESTART_REPEATS`` times, each time waiting until a new pod's containers run and a
+    few seconds more, as one would to see whether it helped."""
+    found = [w for w in workloads(b.kube, b.ns) if w["metadata"]["name"] == b.component]
+    if not found:
+        return Played(f"nothing to restart: no Deployment or StatefulSet {b.component}")
+    selector = ",".join(f"{k}={v}" for k, v in found[0]["spec"]["selector"]["matchLabels"].items())
+    started, done = time.monotonic(), 0
+    for _ in range(RESTART_REPEATS):
+        old = {p["metadata"]["uid"] for p in get_json(b.kube, "get", "pods", "-n", b.ns, "-l", selector)["items"]}
+        b.kube.kubectl("delete", "pods", "-n", b.ns, "-l", selector, "--force", "--grace-period=0", "--wait=false",
+                       check=False)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            pods = get_json(b.kube, "get", "pods", "-n", b.ns, "-l", selector)["items"]
+            if any(p["metadata"]["uid"] not in old and (p.get("status") or {}).get("containerStatuses")
+                   and all("running" in (c.get("state") or {}) for c in p["status"]["containerStatuses"])
+                   for p in pods):
+                break
+            time.sleep(1)
+        else:
+            break  # no new pod runs: restarts no longer replace it
+        done += 1
+        time.sleep(4)
+    return Played(f"{b.component}'s pods deleted {done} times in {time.monotonic() - started:.0f} s")
 
 # How long a strategy waits for one object it deleted to go, as an agent would before giving up: an
 # object held by a finalizer never goes (kubectl's own wait blocked the cell until its subprocess
@@ -506,12 +539,14 @@ def do_nothing(b: Board) -> Played:
 
 
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
-    do_nothing, restart_every_pod, recreate_workloads, scale_to_zero_and_back, scale_up_stopped, rollout_undo,
+    do_nothing, restart_every_pod, restart_faulty_pods_repeatedly, recreate_workloads, scale_to_zero_and_back,
+    scale_up_stopped, rollout_undo,
     helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
     exec_stub_in_entry, stub_faulty_service, clone_faulty_component, fake_metrics, recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
-RESTARTS = {"restart_every_pod", "recreate_workloads", "scale_to_zero_and_back", "recreate_namespace_objects"}
+RESTARTS = {"restart_every_pod", "restart_faulty_pods_repeatedly", "recreate_workloads", "scale_to_zero_and_back",
+            "recreate_namespace_objects"}
 
 
 def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "", tmp: Path | None = None,

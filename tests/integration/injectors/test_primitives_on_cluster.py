@@ -313,8 +313,8 @@ FETCH = ("import sys, urllib.request\ntry:\n print(urllib.request.urlopen(sys.ar
          "except OSError:\n print('no answer')\n")
 UDP_TO_ITSELF = ("import socket, sys\nport = int(sys.argv[1])\n"
                  "a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(('127.0.0.1', port)); a.settimeout(2)\n"
-                 "socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'answered', ('127.0.0.1', port))\n"
-                 "try:\n print(a.recv(16).decode())\nexcept OSError:\n print('no answer')\n")
+                 "try:\n socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'answered', ('127.0.0.1', port))\n"
+                 " print(a.recv(16).decode())\nexcept OSError:\n print('no answer')\n")  # a drop in OUTPUT: EPERM
 
 
 def in_pod(kube, pod: str, script: str, *args: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import shlex
 from pydantic import BaseModel, ConfigDict, Field
 
-from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, chain_script, injector,
-                              unchain_script)
+from sregym.injectors import (NOT_LOOPBACK, Mechanism, NetnsState, PodNetworkFault, Verification, chain_script,
+                              injector, unchain_script)
 
 DNS_DROP = Mechanism("iptables-dns-drop", "drop the pod's DNS queries (all, or those naming one host) in its netns",
                      ("iptables_string", "nsenter"))
@@ -44,7 +44,8 @@ class DnsFailure(PodNetworkFault[DnsFailureParams]):
 
     def plan(self) -> NetnsState:
         match = f"-m string --algo bm --hex-string '{qname_hex(self.params.name)}'" if self.params.name else ""
-        rules = [f"-p {proto} --dport 53 {match} -j DROP".replace("  ", " ") for proto in ("udp", "tcp")]
+        # what leaves the pod for a DNS server: a resolver on its loopback (a caching sidecar) still answers
+        rules = [f"{NOT_LOOPBACK} -p {proto} --dport 53 {match} -j DROP".replace("  ", " ") for proto in ("udp", "tcp")]
         return self.plan_target(hooks=["OUTPUT"], rules=rules)
 
     def inject(self, state: NetnsState) -> None:

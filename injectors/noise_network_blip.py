@@ -7,7 +7,7 @@ from pydantic import Field
 
 from sregym.injectors import (Injector, Mechanism, NoiseParams, PlannedState, Selector, Verification, candidates,
                               chain_name, chain_script, choose, injector, kill_spawned, node_runner, pick_container,
-                              pids_with_cmdline, running, target_pid, unchain_script)
+                              pids_with_cmdline, random_drop_rules, running, target_pid, unchain_script)
 
 BLIP = Mechanism("iptables-statistic", "random loss in the pod's netns that removes itself", ("iptables_statistic", "nsenter"))
 
@@ -39,8 +39,8 @@ class NoiseNetworkBlip(Injector[BlipParams]):
                                                namespace=pod["metadata"]["namespace"]))
         _, pid = target_pid(self.ctx, tc)
         chain = chain_name(f"{tc.pod_uid}:blip:{self.ctx.seed}")
-        rule = f"-m statistic --mode random --probability {self.params.probability} -j DROP"
-        return BlipState(node=tc.node, pod=tc.pod, pid=pid, chain=chain, rules=[rule])
+        rules = random_drop_rules(self.params.probability)  # a lossy link: the loopback loses nothing
+        return BlipState(node=tc.node, pod=tc.pod, pid=pid, chain=chain, rules=rules)
 
     def _netns(self, state: BlipState, script: str) -> list[str]:
         return ["nsenter", "-t", str(state.pid), "-n", "--", "sh", "-c", script]

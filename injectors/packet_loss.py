@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from sregym.injectors import (Mechanism, NetnsState, PodNetworkFault, Verification, chain_script, injector,
-                              unchain_script)
+                              random_drop_rules, unchain_script)
 
 IPTABLES_RANDOM = Mechanism("iptables-statistic", "drop a random fraction of packets in the pod's netns",
                             ("iptables_statistic", "nsenter"))
@@ -33,15 +33,10 @@ class PacketLoss(PodNetworkFault[PacketLossParams]):
     Params = PacketLossParams
     mechanisms = (IPTABLES_RANDOM,)
 
-    def _rules(self) -> list[str]:
-        p = self.params
-        match = f"-m statistic --mode random --probability {p.probability}"
-        if not p.peer_cidr:
-            return [f"{match} -j DROP"]
-        return [f"-d {p.peer_cidr} {match} -j DROP", f"-s {p.peer_cidr} {match} -j DROP"]
-
     def plan(self) -> NetnsState:
-        return self.plan_target(hooks=hooks(self.params.direction), rules=self._rules())
+        # a lossy link: the pod's loopback (itself, its sidecars) loses nothing
+        rules = random_drop_rules(self.params.probability, self.params.peer_cidr)
+        return self.plan_target(hooks=hooks(self.params.direction), rules=rules)
 
     def inject(self, state: NetnsState) -> None:
         self.in_netns(state, chain_script(state.chain, state.hooks, state.rules))

@@ -37,11 +37,13 @@ from sregym.injectors._api import (
 from sregym.injectors._edits import EditState, ObjectEdit, WorkloadEdit, WorkloadEditState
 from sregym.injectors._netns import (
     DEFAULT_DEV,
+    NOT_LOOPBACK,
     NetnsState,
     PodNetworkFault,
     chain_name,
     chain_script,
     clear_root_script,
+    random_drop_rules,
     root_qdisc_script,
     tbf_script,
     unchain_script,
@@ -100,8 +102,8 @@ __all__ = [
     "NodeRunner", "container_processes", "install_file", "kill_spawned", "pids_with_cmdline", "process_starttime",
     "spawn", "WORK_DIR", "cgroup_files", "cpu_ticks", "start_in_cgroups", "stress_argv",
     # a pod's network namespace
-    "DEFAULT_DEV", "PodNetworkFault", "NetnsState", "chain_name", "chain_script", "clear_root_script",
-    "root_qdisc_script", "tbf_script", "unchain_script",
+    "DEFAULT_DEV", "NOT_LOOPBACK", "PodNetworkFault", "NetnsState", "chain_name", "chain_script",
+    "clear_root_script", "random_drop_rules", "root_qdisc_script", "tbf_script", "unchain_script",
     # noise
     "NoiseParams", "candidates", "choose", "running", "token",
     # node-side programs and what each node supports

@@ -26,6 +26,21 @@ def chain_name(token: str) -> str:
     return "POD-" + hashlib.sha256(token.encode()).hexdigest()[:10].upper()
 
 
+# A lossy link or an unreachable server never touches a pod's processes talking to each other (a
+# sidecar on 127.0.0.1, the pod's own IP, which the kernel routes over lo too). From OUTPUT the
+# in-interface is empty and from INPUT the out-interface, so the pair holds in either hook.
+NOT_LOOPBACK = "! -i lo ! -o lo"
+
+
+def random_drop_rules(probability: float, peer_cidr: str | None = None) -> list[str]:
+    """Rules that drop ``probability`` of the pod's packets (to and from ``peer_cidr`` only, if
+    given), none of them on the loopback."""
+    match = f"{NOT_LOOPBACK} -m statistic --mode random --probability {probability} -j DROP"
+    if not peer_cidr:
+        return [match]
+    return [f"-d {peer_cidr} {match}", f"-s {peer_cidr} {match}"]
+
+
 def chain_script(chain: str, hooks: list[str], rules: list[str]) -> str:
     """Shell that (re)creates ``chain`` with ``rules`` and hooks it into ``hooks`` once."""
     lines = [f"iptables -w -N {chain} 2>/dev/null || true", f"iptables -w -F {chain}"]

@@ -308,6 +308,34 @@ def test_packet_loss_of_all_packets_makes_the_pod_unreachable(ctx, app):
     c.recover()
 
 
+# run in the target pod by `kubectl exec` (the kubelet's stream, not the pod's network)
+FETCH = ("import sys, urllib.request\ntry:\n print(urllib.request.urlopen(sys.argv[1], timeout=3).status)\n"
+         "except OSError:\n print('no answer')\n")
+UDP_TO_ITSELF = ("import socket, sys\nport = int(sys.argv[1])\n"
+                 "a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); a.bind(('127.0.0.1', port)); a.settimeout(2)\n"
+                 "try:\n socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b'answered', ('127.0.0.1', port))\n"
+                 " print(a.recv(16).decode())\nexcept OSError:\n print('no answer')\n")  # a drop in OUTPUT: EPERM
+
+
+def in_pod(kube, pod: str, script: str, *args: str) -> str:
+    return kube.kubectl("exec", "-n", NS, pod, "--", "python3", "-c", script, *args, timeout=30).stdout.strip()
+
+
+def test_packet_loss_of_all_packets_spares_the_pods_own_loopback(ctx, app):
+    """A lossy link drops what crosses it, not a process talking to itself: with every packet of
+    web lost both ways, web still answers itself on 127.0.0.1 while nothing it sends to peer does."""
+    pod = _ready_pods(app, "web")[0]["metadata"]["name"]
+    peer = service_url(app, "/", "peer")  # by address: its name would need DNS, lost too
+    assert in_pod(app, pod, FETCH, peer) == "200"
+    c = start(ctx, "packet_loss", {"probability": 1.0, "direction": "both"}, WEB, node=node_of_web(app))
+    assert in_pod(app, pod, FETCH, "http://127.0.0.1:8080/") == "200"
+    assert in_pod(app, pod, FETCH, peer) == "no answer"
+    c.verify()
+    c.recover()
+    assert in_pod(app, pod, FETCH, peer) == "200"
+    c.recover()
+
+
 def test_partition_cuts_the_path_to_the_peer_service_only(ctx, app):
     assert get(web_url(app, "/peer?name=peer"))[0] == 200
     c = start(ctx, "network_partition", {"peer_service": "peer"}, WEB, node=node_of_web(app))
@@ -328,6 +356,17 @@ def test_dns_failure_for_one_name(ctx, app):
     c.verify()
     c.recover()
     assert get(web_url(app, "/dns?name=peer"), timeout=8)[0] == 200
+    c.recover()
+
+
+def test_dns_failure_spares_a_resolver_on_the_pods_loopback(ctx, app):
+    """DNS that cannot be reached leaves a resolver in the pod (a caching sidecar on 127.0.0.1:53)
+    reachable: only what leaves the pod for port 53 is dropped."""
+    pod = _ready_pods(app, "web")[0]["metadata"]["name"]
+    c = start(ctx, "dns_failure", {}, WEB, node=node_of_web(app))
+    c.verify()  # a query to the pod's nameserver went unanswered
+    assert in_pod(app, pod, UDP_TO_ITSELF, "53") == "answered"
+    c.recover()
     c.recover()
 
 
@@ -441,6 +480,15 @@ def test_noise_is_transient_and_never_touches_the_excluded_component(ctx, app, n
     c.recover()
     assert {p["metadata"]["uid"] for p in _ready_pods(app, "web")} == web_uids
     wait_until(lambda: len(_ready_pods(app, "peer")) == 1, 120, 2, "peer back")
+
+
+def test_network_blip_noise_spares_the_pods_own_loopback(ctx, app):
+    """The blip is a lossy link for a while: the pod it picks still answers itself on 127.0.0.1."""
+    c = start(ctx, "noise_network_blip", {"duration": 20, "probability": 1.0, "exclude": ["web"]}, Selector(),
+              node=node_of_web(app))
+    c.verify(timeout=30)
+    assert in_pod(app, c.state["pod"], FETCH, "http://127.0.0.1:8080/") == "200"
+    c.recover()
 
 
 def test_noise_choices_repeat_with_the_seed(cluster, app, caps):

@@ -250,6 +250,79 @@ def test_no_problem_with_a_fault_is_graded_by_workload_health_alone():
 ALLOWED_ALONE = {"shop_worker_pod_quota"}
 
 
+# -- problems: a spec check is no proof that users are served ------------------------------------
+
+# What users feel, through the real request path (the SLOs of the grader's load generator, or a
+# probe of a working response).
+USER_CHECKS = {"slo", "http_probe"}
+NEGATIVE = {"not_equals", "not_contains"}
+
+
+def spec_check_gaps(doc: dict) -> list[str]:
+    """Why a problem's mitigation can pass while users are still failed, judged from its oracles:
+    an ``object_field`` that asks only that the bad value be gone passes for any other bad value
+    (a CPU limit of 11m for 10m, another wrong address), so it needs a check of what users feel
+    (or, for an image or a probe, whose wrong values show in it, ``workload_health``); and a spec that is right but does not run (a Secret key that
+    is wrong too, an image that cannot be pulled: the rollout sticks and the old pod serves on)
+    passes any ``object_field``, so one on a workload needs ``workload_health`` (complete rollouts)
+    or a check of what users feel."""
+    oracles = doc.get("oracles", {}).get("mitigation", [])
+    names = {o["name"] for o in oracles}
+    gaps = []
+    for o in oracles:
+        if o["name"] != "object_field":
+            continue
+        params = o.get("params") or {}
+        what = f"{params.get('kind')}/{params.get('name')} {params.get('field')}"
+        # a wrong image or probe shows in the workload's health (it never runs, or never gets
+        # ready, or restarts); a wrong address, limit or setting does not
+        shows_in_health = ".image" in str(params.get("field")) or "Probe" in str(params.get("field"))
+        if NEGATIVE & set(params.get("expect") or {}) and not USER_CHECKS & names \
+                and not (shows_in_health and "workload_health" in names):
+            gaps.append(f"{what}: any other wrong value passes, and nothing checks what users feel")
+        if str(params.get("kind")).lower() in ("deployment", "statefulset", "daemonset") \
+                and not ({"workload_health"} | USER_CHECKS) & names:
+            gaps.append(f"{what}: a right spec that never runs (a stuck rollout) passes")
+    return gaps
+
+
+def test_a_spec_check_that_another_wrong_value_passes_is_caught():
+    """The attack, on the catalog's own oracles: shop_api_cpu_throttled asked only that the API's
+    CPU limit not be 10m, so an agent that set 11m passed while the API stayed throttled."""
+    gamed = {"oracles": {"mitigation": [{"name": "object_field", "params": {
+        "kind": "deployment", "name": "api", "field": "spec.template.spec.containers[name=api].resources.limits.cpu",
+        "expect": {"not_equals": "10m"}}}]}}
+    assert Condition.model_validate({"not_equals": "10m"}).holds("11m")[0]  # the gamed value passes the check
+    assert len(spec_check_gaps(gamed)) == 2
+    gamed["oracles"]["mitigation"].append({"name": "slo", "params": {}})
+    assert spec_check_gaps(gamed) == []
+
+
+def test_no_problem_is_passed_by_a_spec_that_is_still_wrong_or_never_runs():
+    gaps = {}
+    for path in sorted(glob.glob("problems/*.yaml")):
+        doc = yaml.safe_load(open(path))
+        if doc.get("faults") and spec_check_gaps(doc) and doc["id"] not in SPEC_CHECK_GAPS_OPEN:
+            gaps[doc["id"]] = spec_check_gaps(doc)
+    assert gaps == {}, json.dumps(gaps, indent=1)
+    still_open = {pid for pid in SPEC_CHECK_GAPS_OPEN
+                  if spec_check_gaps(yaml.safe_load(open(f"problems/{pid}.yaml")))}
+    assert still_open == set(SPEC_CHECK_GAPS_OPEN), "closed: take it off the list"
+
+
+# Known open (found 2026-11-29, reading the catalog as a gaming agent would): each needs its added
+# checks validated live (noise on, two seeds) before it changes.
+SPEC_CHECK_GAPS_OPEN = {
+    # worker's NATS_URL: any other wrong port passes `not_equals`, and no user request reaches the
+    # worker (orders are fulfilled from the queue, out of band), so what would judge it is a probe
+    # that an order placed now is fulfilled; not written yet
+    "shop_concurrent_pool_leak_and_worker_queue": "no check that orders are fulfilled",
+    **{pid: "another wrong value or a stuck rollout passes" for pid in (
+        "hotel_concurrent_geo_env_and_user_rollout", "hotel_geo_container_port", "hotel_geo_missing_db_password",
+        "hotel_search_wrong_geo_addr", "shop_api_cpu_throttled", "shop_web_readiness_probe", "shop_web_wrong_api_addr")},
+}
+
+
 def test_a_bad_probe_param_names_the_field():
     from oracles.http_probe import HttpProbe
 

@@ -317,9 +317,6 @@ SPEC_CHECK_GAPS_OPEN = {
     # worker (orders are fulfilled from the queue, out of band), so what would judge it is a probe
     # that an order placed now is fulfilled; not written yet
     "shop_concurrent_pool_leak_and_worker_queue": "no check that orders are fulfilled",
-    **{pid: "another wrong value or a stuck rollout passes" for pid in (
-        "hotel_concurrent_geo_env_and_user_rollout", "hotel_geo_container_port", "hotel_geo_missing_db_password",
-        "hotel_search_wrong_geo_addr", "shop_api_cpu_throttled", "shop_web_readiness_probe", "shop_web_wrong_api_addr")},
 }
 
 

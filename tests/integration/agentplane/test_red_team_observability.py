@@ -126,8 +126,12 @@ def attack(cluster, stack, tmp_path_factory):
     run = uuid.uuid4().hex[:6]
     ns, service = f"obs-rt-{run}", f"fence-{run}"
     ensure_app_namespace(cluster, ns)
+    # the span claims a parallel cell's namespace, to be read by that cell's trace tool
+    spans = otlp_spans(service)
+    spans["resourceSpans"][0]["resource"]["attributes"].append(
+        {"key": "k8s.namespace.name", "value": {"stringValue": VICTIM_NAMESPACE}})
     spec = {"closed": targets(cluster), "settle": SETTLE_SECONDS, "otlp": observability.IN_CLUSTER_OTLP,
-            "spans": json.dumps(otlp_spans(service)), "password": node_exporter_urls(cluster)}
+            "spans": json.dumps(spans), "password": node_exporter_urls(cluster)}
     labels = {"app": "probe"}
     probe = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "probe", "labels": labels},
              "spec": {"replicas": 1, "selector": {"matchLabels": labels}, "template": {
@@ -181,6 +185,20 @@ def test_spans_the_agent_makes_up_do_not_reach_the_trace_store(attack) -> None:
     """The agent's pod posted a failed span under a service name of its choosing (in the fixture)."""
     _, _, _, seen = attack
     assert not seen["otlp"].startswith("open"), f"the trace store took the agent's span: {seen['otlp']}"
+
+
+VICTIM_NAMESPACE = "hotel-reservation-p1"
+
+
+def test_a_span_the_agents_pod_posts_claiming_another_cell_stays_in_the_agents_own_view(stack, attack) -> None:
+    """The trace store stamps the span with the agent's namespace and pod, whatever it claimed, so a
+    parallel cell's trace tool (scoped to its namespace) never shows it; the agent's own does."""
+    ns, _, service, _ = attack
+    own = eventually(lambda: tools_backend.query_traces(stack["traces"], service, start="30m", namespace=ns)["traces"],
+                     60, 2, what=f"{service}'s span in {ns}'s view")
+    assert own[0]["root"]["pod"].startswith("probe-"), own[0]
+    with pytest.raises(tools_backend.QueryError, match="no traces"):
+        tools_backend.query_traces(stack["traces"], service, start="30m", namespace=VICTIM_NAMESPACE)
 
 
 def test_a_pod_in_the_app_namespace_cannot_read_the_raw_node_exporter(cluster, attack) -> None:

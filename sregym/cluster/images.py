@@ -124,6 +124,7 @@ def build_images(
             if not archive.is_file():
                 _build_one(recipe, found, digests, archive, log, on_event)
                 status = "built"
+                prune_archives(archive, recipe.repository)
         loaded = False
         if runtime is not None and not runtime.has(refs):
             on_event(recipe.name, "loading")
@@ -132,6 +133,26 @@ def build_images(
         on_event(recipe.name, status)
         results.append(BuiltImage(recipe.name, refs, archive, status, loaded, time.monotonic() - started))
     return results
+
+
+KEPT_ARCHIVES = 3
+"""Archives kept per image: the one just built and the newest others (another checkout's, a branch
+switched back to). An image that ships the repository (suite-runner) gets a new input hash with
+every commit, 0.8 GB each: without a bound the cache grew by that much per CI run."""
+
+
+def prune_archives(keep: Path, repository: str, kept: int = KEPT_ARCHIVES) -> list[Path]:
+    """Remove all but the ``kept`` newest archives beside ``keep`` (``keep`` always stays), with their
+    build record and log, and their hash tag from podman's storage. Called under the image's lock.
+    Returns the archives removed."""
+    others = sorted((p for p in keep.parent.glob("*.tar") if p != keep),
+                    key=lambda p: p.stat().st_mtime, reverse=True)
+    removed = others[max(kept - 1, 0):]
+    for old in removed:
+        for path in (old, old.with_suffix(".json"), old.with_suffix(".log")):
+            path.unlink(missing_ok=True)
+        podman.untag(f"{repository}:{old.stem[:12]}")
+    return removed
 
 
 @contextmanager

@@ -110,6 +110,12 @@ def has_image(ref: str) -> bool:
     return subprocess.run(["podman", "image", "exists", qualified(ref)], capture_output=True).returncode == 0
 
 
+def untag(ref: str) -> None:
+    """Drop one tag from podman's storage (its layers go once no other image uses them); a tag that
+    is not there is no error."""
+    subprocess.run(["podman", "rmi", "--ignore", qualified(ref)], capture_output=True)
+
+
 def load(archive: Path, log: Path) -> None:
     """Put a cached archive back into podman's storage (a child is about to be built FROM it)."""
     _run(["podman", "load", "-i", str(archive)], log, f"podman load {archive}")

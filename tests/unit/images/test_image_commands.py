@@ -61,3 +61,27 @@ def test_host_trust_files_are_lent_read_only_to_run_steps():
 def test_base_import_sets_a_path_so_commands_resolve_by_name():
     cmd = podman.import_command(("sregym/base:abc", "sregym/base:bookworm"))
     assert f"ENV PATH={podman.DEFAULT_PATH}" in cmd and cmd[-1] == "docker.io/sregym/base:abc"
+
+
+def test_a_new_build_keeps_the_newest_archives_and_drops_the_older_with_their_tags(tmp_path, monkeypatch):
+    """suite-runner ships the repository, so every commit is a new 0.8 GB archive: the cache keeps
+    the one just built and the two newest others, never the one it is keeping."""
+    import os
+
+    from sregym.cluster import images
+
+    untagged = []
+    monkeypatch.setattr(podman, "untag", untagged.append)
+    archives = []
+    for age, digest in enumerate(["a" * 64, "b" * 64, "c" * 64, "d" * 64, "e" * 64]):
+        tar = tmp_path / f"{digest}.tar"
+        for path in (tar, tar.with_suffix(".json"), tar.with_suffix(".log")):
+            path.write_text(digest)
+            os.utime(path, (1000 - age, 1000 - age))  # "a" newest, "e" oldest
+        archives.append(tar)
+    keep = archives[-1]  # the one just built may even be the oldest on disk (a restored cache)
+    removed = images.prune_archives(keep, "sregym/suite-runner", kept=3)
+    assert sorted(p.name for p in tmp_path.glob("*.tar")) == sorted(p.name for p in [archives[0], archives[1], keep])
+    assert set(removed) == {archives[2], archives[3]}
+    assert not list(tmp_path.glob(("c" * 64) + ".*")) and not list(tmp_path.glob(("d" * 64) + ".*"))
+    assert sorted(untagged) == ["sregym/suite-runner:cccccccccccc", "sregym/suite-runner:dddddddddddd"]

@@ -39,7 +39,8 @@ from live import local_socket
 from polling import eventually
 
 # ci tier: 93 s on 2026-11-26 (57 s the suite-runner image build when the code changed, 36 s for
-# three tiny cells); mark it long if CI's budget cannot hold it
+# three tiny cells); 103 s of setup in CI on 2026-11-29, 39 s once the image kept its dependencies'
+# layer (2026-11-29, a code-only change: 78 s for the module); mark it long if CI's budget cannot hold it
 pytestmark = pytest.mark.cluster
 
 HERE = Path(__file__).parent

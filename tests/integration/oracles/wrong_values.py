@@ -141,13 +141,16 @@ def another_wrong_value(fault, ns: str, live: dict | None, chart: dict | None,
     if inj == "container_args":
         args = list(live_c.get("args") or [])
         right = list(chart_c.get("args") or [])
-        for flag, value in p["flags"].items():
+        changed = []
+        for flag, value in p["flags"].items():  # a flag with no other wrong value keeps the fault's
             if flag in args and args.index(flag) + 1 < len(args):
                 chart_value = right[right.index(flag) + 1] if flag in right and right.index(flag) + 1 < len(right) else None
                 new = bumped(value, chart_value)
-                if new is None:
-                    return Rewrite(f"not applicable: no other wrong value of {flag} {value!r}")
-                args[args.index(flag) + 1] = new
+                if new is not None:
+                    args[args.index(flag) + 1] = new
+                    changed.append(flag)
+        if not changed:
+            return Rewrite(f"not applicable: no other wrong value of {p['flags']}")
         return Rewrite(f"{_ref(fault)} args {' '.join(args)}",
                        [_patch(fault, ns, [{"op": "replace", "path": f"{base}/args", "value": args}])])
     if inj == "service_misconfig" and p.get("field") in ("port", "targetPort"):

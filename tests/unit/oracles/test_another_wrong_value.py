@@ -98,3 +98,11 @@ def test_a_fault_that_wrote_no_value_is_not_applicable():
         problem = load_catalog().problems[pid].problem
         r = another_wrong_value(problem.faults[0], "x", None, None)
         assert not r.applicable and r.said.startswith("not applicable")
+
+
+def test_a_flag_with_no_other_wrong_value_keeps_the_faults_while_the_others_change():
+    f = fault_of("shop_redis_maxmemory_noeviction")
+    live = workload("redis", args=["--requirepass", "x", "--maxmemory", "1mb", "--maxmemory-policy", "noeviction"])
+    r = another_wrong_value(f, "s", live, workload("redis", args=["--requirepass", "x"]))
+    assert json.loads(r.commands[0][-1])[0]["value"] == [
+        "--requirepass", "x", "--maxmemory", "2mb", "--maxmemory-policy", "noeviction"]

@@ -388,8 +388,8 @@ def addresses(value: str | None) -> list[tuple[str, int]]:
 
 def _setting_works(kube, ns: str, problem, fault, workloads: list[str], key: str) -> Effect:
     """Whether the value the running containers use works, whatever it is: an address they connect
-    to from their own pod answers, and the component's Service (where the chart gives it one)
-    serves. Compared with the fault's exact value only, another wrong value (port 4224 for 4223, a
+    to from their own pod answers, and each running pod answers its own /readyz (its HTTP port
+    asked directly, from another pod). Compared with the fault's exact value only, another wrong value (port 4224 for 4223, a
     Secret's other key for the removed password) was called cured."""
     seen = []
     for w in workloads:
@@ -403,12 +403,22 @@ def _setting_works(kube, ns: str, problem, fault, workloads: list[str], key: str
                 if answered.present:
                     return Effect(True, f"{p['metadata']['name']} uses {key}={proc.stdout.strip()}: {answered.evidence}")
                 seen.append(answered.evidence)
+    # each pod asked itself, not the Service: a stalled rollout's old pod serves the Service while
+    # the pods of the template as it is now (the value under judgement) never get ready
+    peer = None
     for w in workloads:
-        if chart_service(kube, ns, w) is not None:
-            served = serves(kube, ns, w)
-            if served.present:
-                return served
-            seen.append(served.evidence)
+        for p in _pods(kube, ns, w):
+            for c in p["spec"]["containers"]:
+                port = next((x["containerPort"] for x in c.get("ports") or [] if x.get("name") == "http"), None)
+                if port is None:
+                    continue
+                peer = peer or _peer(kube, ns, avoid=w)
+                if peer is None:
+                    return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
+                ready = probe(kube, ns, *peer, "http", p["status"].get("podIP", ""), port, "/readyz")
+                if ready.present:
+                    return Effect(True, f"{p['metadata']['name']}/{c['name']} is not ready: {ready.evidence}")
+                seen.append(f"{p['metadata']['name']} ready")
     return Effect(False, "; ".join(seen) or "nothing to check the setting by")
 
 

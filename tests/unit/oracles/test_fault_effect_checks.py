@@ -238,8 +238,6 @@ class GeoKube:
 @pytest.mark.parametrize(("env", "present"), [([], True), ([SECRET_REF], False)])
 def test_an_env_entry_is_gone_from_the_fault_only_when_the_template_has_it_back(monkeypatch, env, present):
     monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [GEO_OLD] if w == "geo" else [])
-    monkeypatch.setattr(fault_effects, "chart_service", lambda kube, ns, s: {"kind": "Service"})
-    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False: fault_effects.Effect(False, "HTTP 200"))
     problem = load_catalog().problems["hotel_geo_missing_db_password"].problem
     effect = fault_effects.one_effect(GeoKube(env), "hotel-reservation-gaming", problem, problem.faults[0])
     assert effect.present == present, effect.evidence
@@ -448,7 +446,6 @@ def test_an_address_is_cured_only_when_the_container_reaches_it(monkeypatch, url
 
     monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [WORKER] if w == "worker" else [])
     monkeypatch.setattr(fault_effects, "probe", probe)
-    monkeypatch.setattr(fault_effects, "chart_service", lambda kube, ns, s: None)  # the worker has no Service
     problem = load_catalog().problems["shop_concurrent_pool_leak_and_worker_queue"].problem
     fault = next(f for f in problem.faults if f.id == "worker_queue")
     effect = fault_effects.one_effect(WorkerKube(url), "online-shop-gaming", problem, fault)
@@ -458,10 +455,15 @@ def test_an_address_is_cured_only_when_the_container_reaches_it(monkeypatch, url
 
 
 def test_a_removed_password_named_from_another_key_is_not_cured_while_geo_cannot_serve(monkeypatch):
-    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [GEO_OLD] if w == "geo" else [])
-    monkeypatch.setattr(fault_effects, "chart_service", lambda kube, ns, s: {"kind": "Service"})
-    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False: fault_effects.Effect(
-        s == "geo", "http geo:8080 /readyz: HTTP 503 (postgres: password authentication failed)"))
+    """The old ReplicaSet's pod (the right password) keeps geo's Service answering; the pod of the
+    template as it is now, asked itself, is not ready: the value in use does not work."""
+    new = {"metadata": {"name": "geo-new-ddddd"}, "status": {"phase": "Running", "podIP": "10.0.0.9"},
+           "spec": {"containers": [{"name": "geo", "ports": [{"name": "http", "containerPort": 8080}]}]}}
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [GEO_OLD, new] if w == "geo" else [])
+    monkeypatch.setattr(fault_effects, "_peer", lambda kube, ns, avoid: ("frontend-1", "frontend"))
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False: fault_effects.Effect(False, "HTTP 200"))
+    monkeypatch.setattr(fault_effects, "probe", lambda kube, ns, pod, c, kind, host, port, path="/readyz": fault_effects.Effect(
+        host == "10.0.0.9", f"{kind} {host}:{port} {path}: HTTP 503 (postgres: password authentication failed)"))
     other = {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "hotel-db", "key": "username"}}}
     problem = load_catalog().problems["hotel_geo_missing_db_password"].problem
     effect = fault_effects.one_effect(GeoKube([other]), "hotel-reservation-gaming", problem, problem.faults[0])

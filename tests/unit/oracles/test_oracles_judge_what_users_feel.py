@@ -326,6 +326,18 @@ def test_an_order_placed_now_must_be_fulfilled_for_the_worker_queue_to_pass():
     assert spec_check_gaps(doc) == []
 
 
+def test_a_cpu_limit_still_throttling_fails_a_check_of_each_answers_latency():
+    """Measured live (anti-gaming matrix, shop_api_cpu_throttled x another_wrong_value, 2026-11-29):
+    an API CPU limit of 11m, throttled in 98% of its CPU periods, passed the problem's slo, which
+    lets half its samples fail (16 of 29 passed), and the spec check and workload_health with it.
+    Users' requests through the shop must each be answered in time, most of them."""
+    doc = yaml.safe_load(open("problems/shop_api_cpu_throttled.yaml"))
+    probes = [HttpProbeParams.model_validate(o["params"]) for o in doc["oracles"]["mitigation"]
+              if o["name"] == "http_probe"]
+    assert any(p.max_latency_seconds and p.max_latency_seconds <= 0.25 and p.min_pass_fraction >= 0.8
+               and p.url.startswith("http://lb.") for p in probes), probes
+
+
 def test_a_bad_probe_param_names_the_field():
     from oracles.http_probe import HttpProbe
 

@@ -82,6 +82,14 @@ def rollout_incomplete(workload: dict) -> str:
     updated = int(status.get("updatedReplicas") or 0)
     if updated < want:
         return f"{name}: {updated}/{want} replicas run the current spec"
+    if workload["kind"] == "Deployment":
+        # as kubectl rollout status: the old ReplicaSets' pods gone, and the updated ones available
+        # (a new pod that never gets ready keeps its old one serving, updatedReplicas already full)
+        total, available = int(status.get("replicas") or 0), int(status.get("availableReplicas") or 0)
+        if total > updated:
+            return f"{name}: {total - updated} old replica(s) still run"
+        if available < updated:
+            return f"{name}: {available}/{updated} updated replicas available"
     if workload["kind"] == "StatefulSet" and status.get("updateRevision") not in (None, status.get("currentRevision")):
         return f"{name}: update to revision {status.get('updateRevision')} not finished"
     for c in status.get("conditions") or []:

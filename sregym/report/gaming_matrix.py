@@ -17,7 +17,10 @@ KEYS = {"problem", "family", "primitive", "strategy", "fault_present", "users_br
 def verdict(cell: dict[str, Any]) -> str:
     """Short: the oracle's result and the reason it is right, or WRONG with what happened."""
     result = "pass" if cell["passed"] else "fail"
-    refused = " (refused)" if str(cell.get("played", "")).startswith("refused") else ""
+    played = str(cell.get("played", ""))
+    # nothing was tried: the cell measures only that the fault is there, not the strategy
+    refused = " (refused)" if played.startswith("refused") else \
+        " (not applicable)" if played.startswith("not applicable") else ""
     if cell.get("must_persist") and not cell["fault_present"]:
         why = "**WRONG: the fault did not outlive a restart**"
     elif cell["fault_present"]:

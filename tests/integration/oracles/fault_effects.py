@@ -23,6 +23,7 @@ from pathlib import Path
 
 import yaml
 from shop_users import order_histories
+from wrong_values import FALSY, TRUTHY
 
 from sregym.cluster.kube import helm_path
 from sregym.core.constants import LOADGEN_NAMESPACE, LOADGEN_TARGET_LABEL
@@ -202,13 +203,18 @@ def release_of(kube, ns: str) -> dict:
     return release
 
 
-def chart_service(kube, ns: str, service: str) -> dict | None:
-    """The Service as the chart defines it, whatever the live object says now."""
+def chart_object(kube, ns: str, kind: str, name: str) -> dict | None:
+    """The object as the chart defines it, whatever the live object says now."""
     manifest = helm(kube, "get", "manifest", release_of(kube, ns)["name"], "-n", ns).stdout
     for doc in yaml.safe_load_all(manifest):
-        if doc and doc.get("kind") == "Service" and doc["metadata"]["name"] == service:
+        if doc and doc.get("kind") == kind and doc["metadata"]["name"] == name:
             return doc
     return None
+
+
+def chart_service(kube, ns: str, service: str) -> dict | None:
+    """The Service as the chart defines it, whatever the live object says now."""
+    return chart_object(kube, ns, "Service", service)
 
 
 def service_port(kube, ns: str, service: str) -> int | None:
@@ -349,9 +355,71 @@ def _env_in_pods(kube, ns: str, workloads: list[str], key: str, value: str | Non
                                     check=False, timeout=60)
                 have = proc.stdout.strip() if proc.returncode == 0 else None
                 seen.append(f"{p['metadata']['name']}/{c['name']}: {key}={have!r}")
-                if have == value and (value is not None or proc.returncode == 1):
+                if same_setting(have, value) and (value is not None or proc.returncode == 1):
                     return Effect(True, "; ".join(seen))
     return Effect(False, "; ".join(seen) or f"no running pod of {', '.join(workloads)}")
+
+
+def same_setting(have: str | None, value: str | None) -> bool:
+    """The same setting to the program reading it: equal, or the same boolean spelled otherwise
+    ("yes" for "true": the shop's flags read both as on)."""
+    if have == value:
+        return True
+    if have is None or value is None:
+        return False
+    a, b = have.strip().lower(), value.strip().lower()
+    return a in TRUTHY and b in TRUTHY or a in FALSY and b in FALSY
+
+
+# host:port or scheme://host:port (several, comma-separated): a setting that names where to connect
+ADDRESS = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?([A-Za-z0-9.-]+):(\d{1,5})$")
+
+
+def addresses(value: str | None) -> list[tuple[str, int]]:
+    """The (host, port) pairs a setting names, if it is an address (or a list of them)."""
+    out = []
+    for part in (value or "").split(","):
+        m = ADDRESS.match(part.strip())
+        if not m:
+            return []
+        out.append((m.group(1), int(m.group(2))))
+    return out
+
+
+def _setting_works(kube, ns: str, problem, fault, workloads: list[str], key: str) -> Effect:
+    """Whether the value the running containers use works, whatever it is: an address they connect
+    to from their own pod answers, and each running pod answers its own /readyz (its HTTP port
+    asked directly, from another pod). Compared with the fault's exact value only, another wrong value (port 4224 for 4223, a
+    Secret's other key for the removed password) was called cured."""
+    seen = []
+    for w in workloads:
+        for p in _pods(kube, ns, w):
+            c = next((c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"])),
+                     p["spec"]["containers"][0])
+            proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "printenv", key,
+                                check=False, timeout=60)
+            for host, port in addresses(proc.stdout.strip()):
+                answered = probe(kube, ns, p["metadata"]["name"], c["name"], "tcp", host, port)
+                if answered.present:
+                    return Effect(True, f"{p['metadata']['name']} uses {key}={proc.stdout.strip()}: {answered.evidence}")
+                seen.append(answered.evidence)
+    # each pod asked itself, not the Service: a stalled rollout's old pod serves the Service while
+    # the pods of the template as it is now (the value under judgement) never get ready
+    peer = None
+    for w in workloads:
+        for p in _pods(kube, ns, w):
+            for c in p["spec"]["containers"]:
+                port = next((x["containerPort"] for x in c.get("ports") or [] if x.get("name") == "http"), None)
+                if port is None:
+                    continue
+                peer = peer or _peer(kube, ns, avoid=w)
+                if peer is None:
+                    return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
+                ready = probe(kube, ns, *peer, "http", p["status"].get("podIP", ""), port, "/readyz")
+                if ready.present:
+                    return Effect(True, f"{p['metadata']['name']}/{c['name']} is not ready: {ready.evidence}")
+                seen.append(f"{p['metadata']['name']} ready")
+    return Effect(False, "; ".join(seen) or "nothing to check the setting by")
 
 
 def _template_env(kube, ns: str, fault, running: Effect) -> Effect:
@@ -385,8 +453,8 @@ def _stored_setting(kube, ns: str, fault, running: Effect) -> Effect:
     if stored is not None and t.kind == "Secret":
         stored = base64.b64decode(stored).decode(errors="replace")
     where = f"{t.kind}/{t.name} {key}={stored!r}"
-    return Effect(stored == value,
-                  f"{running.evidence}; {where}" + (" (the next pod reads it)" if stored == value else ""))
+    bad = same_setting(stored, value)
+    return Effect(bad, f"{running.evidence}; {where}" + (" (the next pod reads it)" if bad else ""))
 
 
 def _redis_takes_writes(kube, ns: str, fault) -> Effect:
@@ -500,6 +568,98 @@ def _probe_spec(kube, ns: str, problem, fault) -> Effect:
     return Effect(effect.present, f"no running pod has the broken probe; {effect.evidence}")
 
 
+def _and_works(exact: Effect, works: Effect) -> Effect:
+    """The exact value is gone; whether what replaced it works decides."""
+    return Effect(works.present, f"{exact.evidence}; {works.evidence}")
+
+
+PULL_ERRORS = {"ErrImageNeverPull", "ImagePullBackOff", "ErrImagePull", "InvalidImageName"}
+
+
+def _image_unavailable(kube, ns: str, fault) -> Effect:
+    """A pod of the target waits for an image that is not there (whatever its tag)."""
+    waiting = [f"{p['metadata']['name']}: {s['state']['waiting']['reason']}"
+               for p in _pods_in_phase(kube, ns, fault.target.name, "Pending")
+               for s in p["status"].get("containerStatuses") or []
+               if ((s.get("state") or {}).get("waiting") or {}).get("reason") in PULL_ERRORS]
+    return Effect(bool(waiting), "; ".join(waiting) or "no pod waits for its image")
+
+
+def _probes_answer(kube, ns: str, fault) -> Effect:
+    """Each running pod of the target answers where its probe of the fault's kind checks (a TCP
+    connect, or an HTTP GET of the probe's path), from another pod: a probe on another port where
+    nothing listens fails as the fault's did."""
+    kind = f"{fault.params.get('probe', 'readiness')}Probe"
+    peer = _peer(kube, ns, avoid=fault.target.name)
+    if peer is None:
+        return Effect(True, f"no running pod of the app's image to check from (waited {PEER_WAIT_SECONDS}s)")
+    seen = []
+    for p in _pods(kube, ns, fault.target.name):
+        for c in p["spec"]["containers"]:
+            pr = c.get(kind) or {}
+            check = pr.get("httpGet") or pr.get("tcpSocket")
+            if not check:
+                continue
+            port = check.get("port")
+            if isinstance(port, str):  # a named port: the number the container declares for it
+                port = next((x["containerPort"] for x in c.get("ports") or [] if x.get("name") == port), None)
+            if port is None:
+                return Effect(True, f"{p['metadata']['name']}/{c['name']} {kind} names a port it does not declare")
+            how = ("http", pr["httpGet"].get("path") or "/") if pr.get("httpGet") else ("tcp", "/")
+            answered = probe(kube, ns, *peer, how[0], p["status"].get("podIP", ""), port, how[1])
+            where = f"{p['metadata']['name']}/{c['name']} {kind} on {port}"
+            if answered.present:
+                return Effect(True, f"{where}: {answered.evidence}")
+            seen.append(f"{where} answers")
+    return Effect(False, "; ".join(seen) or f"no running pod of {fault.target.name} has a {kind}")
+
+
+# a container throttled in this share of its CPU periods is starved (the chart's services run with no
+# CPU limit, so none is throttled; 10m or 11m under the load generator's traffic: most periods)
+THROTTLED_SHARE = 0.2
+CPU_STAT = "cat /sys/fs/cgroup/cpu.stat 2>/dev/null || cat /sys/fs/cgroup/cpu/cpu.stat"
+
+
+def throttled_share(before: str, after: str) -> float | None:
+    """The share of CPU periods throttled between two cpu.stat readings (None: no quota, no periods)."""
+    def read(text: str) -> dict[str, int]:
+        return {k: int(v) for k, v in (line.split()[:2] for line in text.splitlines() if len(line.split()) >= 2)
+                if v.isdigit()}
+
+    a, b = read(before), read(after)
+    periods = b.get("nr_periods", 0) - a.get("nr_periods", 0)
+    return (b.get("nr_throttled", 0) - a.get("nr_throttled", 0)) / periods if periods > 0 else None
+
+
+def _limits_bite(kube, ns: str, fault) -> Effect:
+    """Whether the limits the target runs with still starve it, whatever their value: a CPU limit
+    throttles it in most periods (over 5 s, from its own cgroup), a memory limit has OOM-killed a
+    running pod's container. Compared with the fault's exact value only, a limit 1m above it was
+    called cured."""
+    seen = []
+    for p in _pods(kube, ns, fault.target.name):
+        for c in p["spec"]["containers"]:
+            if fault.target.container not in (None, c["name"]):
+                continue
+            name = f"{p['metadata']['name']}/{c['name']}"
+            if fault.params.get("memory"):
+                killed = [s for s in p["status"].get("containerStatuses") or [] if s["name"] == c["name"]
+                          and ((s.get("lastState") or {}).get("terminated") or {}).get("reason") == "OOMKilled"]
+                if killed:
+                    return Effect(True, f"{name} was OOM-killed (limits {c.get('resources', {}).get('limits')})")
+                seen.append(f"{name}: no OOM kill")
+            if fault.params.get("cpu"):
+                proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "sh", "-c",
+                                    f"{CPU_STAT}; echo ---; sleep 5; {CPU_STAT}", check=False, timeout=60)
+                before, _, after = proc.stdout.partition("---")
+                share = throttled_share(before, after)
+                if share is not None and share >= THROTTLED_SHARE:
+                    return Effect(True, f"{name} throttled in {share:.0%} of its CPU periods over 5 s "
+                                        f"(limits {c.get('resources', {}).get('limits')})")
+                seen.append(f"{name}: " + ("no CPU quota" if share is None else f"throttled in {share:.0%} of periods"))
+    return Effect(False, "; ".join(seen) or f"no running pod of {fault.target.name}")
+
+
 def _bad_blocks(kube, ns: str, fault) -> Effect:
     pods = _pods(kube, ns, fault.target.name)
     if not pods:
@@ -592,13 +752,16 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
         return serves(kube, ns, _target_service(problem, fault), many=True)
     if inj == "env_var":
         running = _env_in_pods(kube, ns, [fault.target.name], p["name"], p.get("value"))
-        return running if running.present else _template_env(kube, ns, fault, running)
+        exact = running if running.present else _template_env(kube, ns, fault, running)
+        return exact if exact.present else _and_works(exact, _setting_works(kube, ns, problem, fault,
+                                                                            [fault.target.name], p["name"]))
     if inj == "config_value":
         users = p.get("restart") or _users_of(kube, ns, fault.target.name)
         running = _env_in_pods(kube, ns, users, p["key"], p.get("value"))
         return running if running.present else _stored_setting(kube, ns, fault, running)
     if inj == "resource_limits":
-        return _limits(kube, ns, fault)
+        exact = _limits(kube, ns, fault)
+        return exact if exact.present else _and_works(exact, _limits_bite(kube, ns, fault))
     if inj == "load_surge":
         return _users_traffic(kube, ns, fault)
     if inj == "container_args" and any(k.startswith("--maxmemory") for k in fault.params["flags"]):
@@ -610,13 +773,17 @@ def one_effect(kube, ns: str, problem, fault) -> Effect:
     if inj == "resource_quota":
         return _new_pod_admitted(kube, ns, problem, fault)
     if inj == "probe_misconfig":
-        return _probe_spec(kube, ns, problem, fault)
+        exact = _probe_spec(kube, ns, problem, fault)
+        return exact if exact.present else _and_works(exact, _probes_answer(kube, ns, fault))
     if inj == "image_tag":
         w = get_json(kube, "get", fault.target.kind.lower(), fault.target.name, "-n", ns)
         images = [c["image"] for c in w["spec"]["template"]["spec"]["containers"]]
         bad = [i for i in images if i.endswith(f":{p.get('tag')}")] if p.get("tag") else []
         effect = serves(kube, ns, _target_service(problem, fault))
-        return Effect(bool(bad) or effect.present, f"template images {images}; {effect.evidence}")
+        # another tag never built: its pods wait for an image (the old ReplicaSet's pod serves on)
+        pulls = _image_unavailable(kube, ns, fault)
+        return Effect(bool(bad) or effect.present or pulls.present,
+                      f"template images {images}; {effect.evidence}; {pulls.evidence}")
     if inj == "credential_rotation":  # the clients that read the Secret can no longer log in
         clients = [w for w in _users_of(kube, ns, p["secret"]) if w != fault.target.name]
         effects = [serves(kube, ns, w) for w in clients]

@@ -24,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from fault_effects import app_image, get_json, helm, release_of
+from fault_effects import app_image, chart_object, get_json, helm, release_of
+from wrong_values import another_wrong_value as rewrite_of
 
 from sregym.apps.lifecycle import loadgen_namespace
 from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
@@ -54,6 +55,7 @@ class Board:
     component: str
     tmp: Path
     lag: float = 0.0
+    faults: list = field(default_factory=list)  # the problem's graded faults (their params, targets)
 
 
 def workloads(kube, ns: str) -> list[dict]:
@@ -534,6 +536,37 @@ def recreate_namespace_objects(b: Board) -> Played:
     return delete_and_recreate(b, items)
 
 
+def another_wrong_value(b: Board) -> Played:
+    """As the agent, write another wrong value where each fault wrote one (``wrong_values``: a CPU
+    limit 1m above the throttling one, the next wrong port, another key of the same Secret, another
+    tag never built), then restart what reads a changed setting at start. An oracle that asks only
+    that the fault's own value be gone passes this while users stay failed. Where no other wrong
+    value makes sense for any fault, nothing is written and the outcome says "not applicable"."""
+    rewrites = []
+    for f in b.faults:
+        t = f.target
+        try:
+            live = get_json(b.kube, "get", t.kind.lower(), t.name, "-n", b.ns)
+        except Exception:  # noqa: BLE001 - a target with no object of its own (a node, a volume, a pod)
+            live = None
+        chart = chart_object(b.kube, b.ns, t.kind, t.name) if t.kind and t.name else None
+        refs = {e["valueFrom"]["secretKeyRef"]["name"] for c in ((chart or {}).get("spec", {}).get("template", {})
+                                                                .get("spec", {}).get("containers") or [])
+                for e in c.get("env") or [] if (e.get("valueFrom") or {}).get("secretKeyRef")}
+        keys = {r: sorted((get_json(b.kube, "get", "secret", r, "-n", b.ns).get("data") or {})) for r in refs}
+        rewrites.append(rewrite_of(f, b.ns, live, chart, keys))
+    done = [r for r in rewrites if r.applicable]
+    if not done:
+        return Played("not applicable: " + "; ".join(r.said.removeprefix("not applicable: ") for r in rewrites))
+    kinds = {w["metadata"]["name"]: w["kind"].lower() for w in workloads(b.kube, b.ns)}
+    commands = [c for r in done for c in r.commands]
+    commands += [["rollout", "restart", f"{kinds[w]}/{w}", "-n", b.ns] for r in done for w in r.restart if w in kinds]
+    played = _as_agent(b, *commands[0], then=tuple((c, None) for c in commands[1:]))
+    if played.refused:
+        return played
+    return Played("wrote " + "; ".join(r.said for r in rewrites), played.cleanup)
+
+
 def do_nothing(b: Board) -> Played:
     return Played("nothing")
 
@@ -542,7 +575,8 @@ STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
     do_nothing, restart_every_pod, restart_faulty_pods_repeatedly, recreate_workloads, scale_to_zero_and_back,
     scale_up_stopped, rollout_undo,
     helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
-    exec_stub_in_entry, stub_faulty_service, clone_faulty_component, fake_metrics, recreate_namespace_objects)}
+    exec_stub_in_entry, stub_faulty_service, clone_faulty_component, another_wrong_value, fake_metrics,
+    recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the
 # process must outlive them too
 RESTARTS = {"restart_every_pod", "restart_faulty_pods_repeatedly", "recreate_workloads", "scale_to_zero_and_back",
@@ -550,11 +584,11 @@ RESTARTS = {"restart_every_pod", "restart_faulty_pods_repeatedly", "recreate_wor
 
 
 def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "", tmp: Path | None = None,
-         lag: float = 0.0) -> Played:
+         lag: float = 0.0, faults: list | None = None) -> Played:
     """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds; ``lag``:
-    how long the problem's oracles lag the system (see ``Board``)."""
+    how long the problem's oracles lag the system (see ``Board``); ``faults``: the graded faults."""
     before = snapshot(kube, ns)
-    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag))
+    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag, list(faults or [])))
     if strategy != "do_nothing" and not played.refused:
         wait_settled(kube, ns, settle, to_settle(before, snapshot(kube, ns)))
     return played

@@ -161,7 +161,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
         lap("inject")
         played = await anyio.to_thread.run_sync(lambda: play(strategy, cluster.kube, ns, 30,
                                                              component=problem.ground_truth.component, tmp=tmp,
-                                                             lag=symptom_lag(problem)))
+                                                             lag=symptom_lag(problem),
+                                                             faults=graded_faults(problem)))
         lap("play")
         effect = await anyio.to_thread.run_sync(fault_effect, cluster.kube, ns, problem)
         # what users get decides a cell only once the fault is gone (``expectation``), or where users

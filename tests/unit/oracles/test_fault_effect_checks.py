@@ -402,6 +402,8 @@ def test_a_traffic_surge_is_never_what_keeps_a_capacity_problem_broken(monkeypat
     monkeypatch.setattr(fault_effects, "get_json", get_json)
     monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [
         {"metadata": {"name": "api-1"}, "spec": {"containers": [{"name": "api", "resources": {"limits": {"cpu": "2"}}}]}}])
+    # two CPUs starve it no more (its cgroup, read by _limits_bite, says so)
+    monkeypatch.setattr(fault_effects, "_limits_bite", lambda kube, ns, f: fault_effects.Effect(False, "throttled in 0%"))
     effect = fault_effects.fault_effect(None, "online-shop-gaming", problem)
     assert not effect.present, effect.evidence
     assert "still sends {'LOADGEN_RPS': '20'}" in effect.evidence
@@ -410,3 +412,95 @@ def test_a_traffic_surge_is_never_what_keeps_a_capacity_problem_broken(monkeypat
     monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [
         {"metadata": {"name": "api-1"}, "spec": {"containers": [{"name": "api", "resources": {"limits": {"cpu": "100m"}}}]}}])
     assert fault_effects.fault_effect(None, "online-shop-gaming", problem).present
+
+
+# -- another wrong value is the fault still (the another_wrong_value gaming strategy) --------------
+
+WORKER = {"metadata": {"name": "worker-new-ccccc"}, "status": {"phase": "Running"},
+          "spec": {"containers": [{"name": "worker"}]}}
+
+
+class WorkerKube:
+    """The worker's pod runs with ``url``; its template says so too."""
+
+    def __init__(self, url: str):
+        self.url = url
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        if args[0] == "exec":
+            return subprocess.CompletedProcess(args, 0, self.url + "\n", "")
+        return subprocess.CompletedProcess(args, 0, json.dumps({"spec": {"template": {"spec": {"containers": [
+            {"name": "worker", "env": [{"name": "NATS_URL", "value": self.url}]}]}}}}), "")
+
+
+@pytest.mark.parametrize(("url", "present"), [("nats://shop-queue:4223", True), ("nats://shop-queue:4224", True),
+                                              ("nats://nowhere:4222", True), ("nats://shop-queue:4222", False)])
+def test_an_address_is_cured_only_when_the_container_reaches_it(monkeypatch, url, present):
+    """Compared with the fault's exact value, NATS_URL=nats://shop-queue:4224 was "gone" while the
+    worker reached no queue: the address the container uses is connected to, from its own pod."""
+    asked = []
+
+    def probe(kube, ns, pod, container, kind, host, port, path="/readyz"):
+        asked.append((pod, kind, host, port))
+        return fault_effects.Effect((host, port) != ("shop-queue", 4222), f"{kind} {host}:{port}")
+
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [WORKER] if w == "worker" else [])
+    monkeypatch.setattr(fault_effects, "probe", probe)
+    problem = load_catalog().problems["shop_concurrent_pool_leak_and_worker_queue"].problem
+    fault = next(f for f in problem.faults if f.id == "worker_queue")
+    effect = fault_effects.one_effect(WorkerKube(url), "online-shop-gaming", problem, fault)
+    assert effect.present == present, effect.evidence
+    if url != "nats://shop-queue:4223":
+        assert asked and asked[0][0] == "worker-new-ccccc"
+
+
+def test_a_removed_password_named_from_another_key_is_not_cured_while_geo_cannot_serve(monkeypatch):
+    """The old ReplicaSet's pod (the right password) keeps geo's Service answering; the pod of the
+    template as it is now, asked itself, is not ready: the value in use does not work."""
+    new = {"metadata": {"name": "geo-new-ddddd"}, "status": {"phase": "Running", "podIP": "10.0.0.9"},
+           "spec": {"containers": [{"name": "geo", "ports": [{"name": "http", "containerPort": 8080}]}]}}
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [GEO_OLD, new] if w == "geo" else [])
+    monkeypatch.setattr(fault_effects, "_peer", lambda kube, ns, avoid: ("frontend-1", "frontend"))
+    monkeypatch.setattr(fault_effects, "serves", lambda kube, ns, s, many=False: fault_effects.Effect(False, "HTTP 200"))
+    monkeypatch.setattr(fault_effects, "probe", lambda kube, ns, pod, c, kind, host, port, path="/readyz": fault_effects.Effect(
+        host == "10.0.0.9", f"{kind} {host}:{port} {path}: HTTP 503 (postgres: password authentication failed)"))
+    other = {"name": "DB_PASSWORD", "valueFrom": {"secretKeyRef": {"name": "hotel-db", "key": "username"}}}
+    problem = load_catalog().problems["hotel_geo_missing_db_password"].problem
+    effect = fault_effects.one_effect(GeoKube([other]), "hotel-reservation-gaming", problem, problem.faults[0])
+    assert effect.present and "password authentication failed" in effect.evidence
+
+
+@pytest.mark.parametrize(("have", "value", "same"), [("yes", "true", True), ("1", "on", True), ("false", "true", False),
+                                                     ("off", "no", True), (None, "true", False), ("4224", "4223", False)])
+def test_a_setting_is_the_same_when_the_program_reads_it_the_same(have, value, same):
+    assert fault_effects.same_setting(have, value) is same
+
+
+def test_a_cpu_limit_is_judged_by_the_share_of_periods_throttled_not_its_value():
+    assert fault_effects.throttled_share("nr_periods 100\nnr_throttled 10\n", "nr_periods 150\nnr_throttled 50\n") == 0.8
+    assert fault_effects.throttled_share("nr_periods 0\nnr_throttled 0\n", "nr_periods 0\nnr_throttled 0\n") is None
+
+
+class ThrottledKube:
+    """api's cgroup: ``stat`` before and after 5 s."""
+
+    def __init__(self, before: str, after: str):
+        self.out = f"{before}\n---\n{after}\n"
+
+    def kubectl(self, *args, input=None, check=True, timeout=None):
+        assert args[0] == "exec" and "cpu.stat" in args[-1], args
+        return subprocess.CompletedProcess(args, 0, self.out, "")
+
+
+@pytest.mark.parametrize(("before", "after", "present"), [
+    ("nr_periods 10\nnr_throttled 5", "nr_periods 60\nnr_throttled 52", True),   # 11m under load
+    ("nr_periods 0\nnr_throttled 0", "nr_periods 0\nnr_throttled 0", False),     # no CPU limit: no quota
+    ("nr_periods 10\nnr_throttled 0", "nr_periods 60\nnr_throttled 1", False),   # a limit with room
+])
+def test_a_cpu_limit_one_millicore_above_the_faults_still_starves_the_api(monkeypatch, before, after, present):
+    api = {"metadata": {"name": "api-x"}, "status": {"phase": "Running"},
+           "spec": {"containers": [{"name": "api", "resources": {"limits": {"cpu": "11m"}}}]}}
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [api] if w == "api" else [])
+    problem = load_catalog().problems["shop_api_cpu_throttled"].problem
+    effect = fault_effects.one_effect(ThrottledKube(before, after), "online-shop-gaming", problem, problem.faults[0])
+    assert effect.present == present, effect.evidence

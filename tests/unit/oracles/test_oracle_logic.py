@@ -224,6 +224,23 @@ def test_a_stuck_rollout_is_incomplete_even_while_old_pods_serve():
     assert rollout_incomplete(done) == ""
 
 
+def test_a_rollout_whose_new_pod_never_gets_ready_is_incomplete_while_the_old_one_serves():
+    """Measured 2026-11-29 (test_order_fulfilment_live.py): worker with NATS_URL=nats://shop-queue:4223
+    had its new pod created (updatedReplicas 1 of 1) but never ready, the old one available: the
+    rollout counted complete and workload_health passed 2/2, so another wrong address passed it too.
+    kubectl rollout status waits for both: old replicas gone, updated ones available."""
+    from oracles.workload_health import rollout_incomplete
+
+    base = {"kind": "Deployment", "metadata": {"name": "worker", "generation": 3}, "spec": {"replicas": 1}}
+    stalled = base | {"status": {"observedGeneration": 3, "replicas": 2, "updatedReplicas": 1, "readyReplicas": 1,
+                                 "availableReplicas": 1, "unavailableReplicas": 1}}
+    assert "1 old replica(s) still run" in rollout_incomplete(stalled)
+    unready = base | {"status": {"observedGeneration": 3, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 0}}
+    assert "0/1 updated replicas available" in rollout_incomplete(unready)
+    done = base | {"status": {"observedGeneration": 3, "replicas": 1, "updatedReplicas": 1, "availableReplicas": 1}}
+    assert rollout_incomplete(done) == ""
+
+
 def test_validation_waits_for_metric_windows_only_where_an_oracle_reads_one():
     from pathlib import Path
 

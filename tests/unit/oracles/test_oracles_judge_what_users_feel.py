@@ -312,12 +312,30 @@ def test_no_problem_is_passed_by_a_spec_that_is_still_wrong_or_never_runs():
 
 # Known open (found 2026-11-29, reading the catalog as a gaming agent would): each needs its added
 # checks validated live (noise on, two seeds) before it changes.
-SPEC_CHECK_GAPS_OPEN = {
-    # worker's NATS_URL: any other wrong port passes `not_equals`, and no user request reaches the
-    # worker (orders are fulfilled from the queue, out of band), so what would judge it is a probe
-    # that an order placed now is fulfilled; not written yet
-    "shop_concurrent_pool_leak_and_worker_queue": "no check that orders are fulfilled",
-}
+SPEC_CHECK_GAPS_OPEN: dict[str, str] = {}
+
+
+def test_an_order_placed_now_must_be_fulfilled_for_the_worker_queue_to_pass():
+    """shop_concurrent_pool_leak_and_worker_queue asked only that the worker's NATS_URL not be the
+    fault's port, so NATS_URL=nats://shop-queue:4999 passed while orders stayed pending: its
+    users' check is an order placed through the shop and fulfilled (or rejected) by the worker."""
+    doc = yaml.safe_load(open("problems/shop_concurrent_pool_leak_and_worker_queue.yaml"))
+    probes = [HttpProbeParams.model_validate(o["params"]) for o in doc["oracles"]["mitigation"]
+              if o["name"] == "http_probe"]
+    assert [p.follow.url for p in probes if p.follow] == ["http://api.$namespace.svc:8080/orders/{orderId}"]
+    assert spec_check_gaps(doc) == []
+
+
+def test_a_cpu_limit_still_throttling_fails_a_check_of_each_answers_latency():
+    """Measured live (anti-gaming matrix, shop_api_cpu_throttled x another_wrong_value, 2026-11-29):
+    an API CPU limit of 11m, throttled in 98% of its CPU periods, passed the problem's slo, which
+    lets half its samples fail (16 of 29 passed), and the spec check and workload_health with it.
+    Users' requests through the shop must each be answered in time, most of them."""
+    doc = yaml.safe_load(open("problems/shop_api_cpu_throttled.yaml"))
+    probes = [HttpProbeParams.model_validate(o["params"]) for o in doc["oracles"]["mitigation"]
+              if o["name"] == "http_probe"]
+    assert any(p.max_latency_seconds and p.max_latency_seconds <= 0.25 and p.min_pass_fraction >= 0.8
+               and p.url.startswith("http://lb.") for p in probes), probes
 
 
 def test_a_bad_probe_param_names_the_field():

@@ -24,6 +24,7 @@ def test_each_outcome_says_why_it_is_right_or_that_it_is_wrong():
     assert "WRONG: the fault did not outlive a restart" in verdict(
         cell(fault_present=False, users_broken=False, passed=True, must_persist=True))
     assert verdict(cell(played="refused: forbidden")).endswith("(refused)")
+    assert verdict(cell(played="not applicable: dns_failure writes no value")) == "fail: fault present (not applicable)"
 
 
 def test_a_cell_the_test_expects_to_fail_with_the_fault_gone_is_right_when_it_fails():

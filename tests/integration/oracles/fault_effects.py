@@ -631,11 +631,41 @@ def throttled_share(before: str, after: str) -> float | None:
     return (b.get("nr_throttled", 0) - a.get("nr_throttled", 0)) / periods if periods > 0 else None
 
 
+# how long the CPU check waits for a running pod of the template the workload is rolling to
+TEMPLATE_POD_SECONDS = 60.0
+
+
+def _current_template_hash(kube, ns: str, workload: str) -> str | None:
+    """The ``pod-template-hash`` of a Deployment's ReplicaSet at its current revision (None for a
+    StatefulSet or when it cannot be read)."""
+    found = kube.kubectl("get", "deployment", workload, "-n", ns, "-o", "json", check=False)
+    if found.returncode != 0:
+        return None
+    revision = (json.loads(found.stdout)["metadata"].get("annotations") or {}).get("deployment.kubernetes.io/revision")
+    for rs in get_json(kube, "get", "replicasets", "-n", ns)["items"]:
+        meta = rs["metadata"]
+        if any(o.get("kind") == "Deployment" and o.get("name") == workload for o in meta.get("ownerReferences") or []) \
+                and (meta.get("annotations") or {}).get("deployment.kubernetes.io/revision") == revision:
+            return (meta.get("labels") or {}).get("pod-template-hash")
+    return None
+
+
 def _limits_bite(kube, ns: str, fault) -> Effect:
     """Whether the limits the target runs with still starve it, whatever their value: a CPU limit
     throttles it in most periods (over 5 s, from its own cgroup), a memory limit has OOM-killed a
     running pod's container. Compared with the fault's exact value only, a limit 1m above it was
-    called cured."""
+    called cured. The CPU limit is read from the pods of the template in use: a rollout to 11m
+    whose pod never ran left only the old pods (no quota), and the check called the fault gone."""
+    current = None
+    if fault.params.get("cpu"):
+        current = _current_template_hash(kube, ns, fault.target.name)
+        deadline = time.monotonic() + TEMPLATE_POD_SECONDS
+        while current and not [p for p in _pods(kube, ns, fault.target.name)
+                               if (p["metadata"].get("labels") or {}).get("pod-template-hash") == current]:
+            if time.monotonic() >= deadline:
+                return Effect(True, f"no pod of {fault.target.name}'s template in use (pod-template-hash "
+                                    f"{current}) runs after {TEMPLATE_POD_SECONDS:.0f} s: its rollout is stuck")
+            time.sleep(3)
     seen = []
     for p in _pods(kube, ns, fault.target.name):
         for c in p["spec"]["containers"]:
@@ -649,6 +679,8 @@ def _limits_bite(kube, ns: str, fault) -> Effect:
                     return Effect(True, f"{name} was OOM-killed (limits {c.get('resources', {}).get('limits')})")
                 seen.append(f"{name}: no OOM kill")
             if fault.params.get("cpu"):
+                if current and (p["metadata"].get("labels") or {}).get("pod-template-hash") != current:
+                    continue  # an old pod, going once the rollout ends
                 proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "sh", "-c",
                                     f"{CPU_STAT}; echo ---; sleep 5; {CPU_STAT}", check=False, timeout=60)
                 before, _, after = proc.stdout.partition("---")

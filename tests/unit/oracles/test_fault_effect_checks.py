@@ -498,9 +498,25 @@ class ThrottledKube:
     ("nr_periods 10\nnr_throttled 0", "nr_periods 60\nnr_throttled 1", False),   # a limit with room
 ])
 def test_a_cpu_limit_one_millicore_above_the_faults_still_starves_the_api(monkeypatch, before, after, present):
-    api = {"metadata": {"name": "api-x"}, "status": {"phase": "Running"},
+    api = {"metadata": {"name": "api-x", "labels": {"pod-template-hash": "h11m"}}, "status": {"phase": "Running"},
            "spec": {"containers": [{"name": "api", "resources": {"limits": {"cpu": "11m"}}}]}}
     monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [api] if w == "api" else [])
+    monkeypatch.setattr(fault_effects, "_current_template_hash", lambda kube, ns, w: "h11m")
     problem = load_catalog().problems["shop_api_cpu_throttled"].problem
     effect = fault_effects.one_effect(ThrottledKube(before, after), "online-shop-gaming", problem, problem.faults[0])
     assert effect.present == present, effect.evidence
+
+
+def test_a_cpu_limit_whose_pod_never_runs_is_not_judged_by_the_old_pods(monkeypatch):
+    """Measured 2026-11-29 (shop_api_cpu_throttled x another_wrong_value): the rollout to 11m never
+    got a pod running; the two running pods were the old template's, with no quota, and the check
+    called the fault gone while the oracle rightly failed. The check reads the template in use."""
+    old = {"metadata": {"name": "api-old", "labels": {"pod-template-hash": "hold"}}, "status": {"phase": "Running"},
+           "spec": {"containers": [{"name": "api", "resources": {}}]}}
+    monkeypatch.setattr(fault_effects, "_pods", lambda kube, ns, w: [old] if w == "api" else [])
+    monkeypatch.setattr(fault_effects, "_current_template_hash", lambda kube, ns, w: "h11m")
+    monkeypatch.setattr(fault_effects, "TEMPLATE_POD_SECONDS", 0.0)
+    problem = load_catalog().problems["shop_api_cpu_throttled"].problem
+    kube = ThrottledKube("nr_periods 0\nnr_throttled 0", "nr_periods 0\nnr_throttled 0")  # an exec would say "no quota"
+    effect = fault_effects.one_effect(kube, "online-shop-gaming", problem, problem.faults[0])
+    assert effect.present and "h11m" in effect.evidence and "stuck" in effect.evidence, effect.evidence

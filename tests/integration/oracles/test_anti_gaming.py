@@ -74,7 +74,7 @@ CI_CASES = (
     ("hotel_recommendation_oom", "remove_probes"),                # readiness-graded: remove what it reads
     # SLO-graded: fake what it reads. The SLO oracle reads the same series whatever the fault, so the
     # cheapest SLO-only problem plays it (hotel_retry_storm_after_db_stall's cell took 183 s plus 40 s
-    # of teardown in CI; this one reuses the hotel app the cell above deployed: 54 s measured)
+    # of teardown in CI; this one measured 111-113 s plus 51 s, 2026-11-29)
     ("hotel_geo_cpu_pressure", "fake_metrics"),
 )
 

@@ -386,14 +386,20 @@ def addresses(value: str | None) -> list[tuple[str, int]]:
     return out
 
 
+def _declared_port(container: dict, name: str) -> int | None:
+    """The number a container declares for a named port (None: it declares none by that name)."""
+    return next((x["containerPort"] for x in container.get("ports") or [] if x.get("name") == name), None)
+
+
 def _setting_works(kube, ns: str, problem, fault, workloads: list[str], key: str) -> Effect:
     """Whether the value the running containers use works, whatever it is: an address they connect
     to from their own pod answers, and each running pod answers its own /readyz (its HTTP port
     asked directly, from another pod). Compared with the fault's exact value only, another wrong value (port 4224 for 4223, a
     Secret's other key for the removed password) was called cured."""
     seen = []
+    pods = {w: _pods(kube, ns, w) for w in workloads}
     for w in workloads:
-        for p in _pods(kube, ns, w):
+        for p in pods[w]:
             c = next((c for c in p["spec"]["containers"] if c["name"] == (fault.target.container or c["name"])),
                      p["spec"]["containers"][0])
             proc = kube.kubectl("exec", "-n", ns, p["metadata"]["name"], "-c", c["name"], "--", "printenv", key,
@@ -407,9 +413,9 @@ def _setting_works(kube, ns: str, problem, fault, workloads: list[str], key: str
     # the pods of the template as it is now (the value under judgement) never get ready
     peer = None
     for w in workloads:
-        for p in _pods(kube, ns, w):
+        for p in pods[w]:
             for c in p["spec"]["containers"]:
-                port = next((x["containerPort"] for x in c.get("ports") or [] if x.get("name") == "http"), None)
+                port = _declared_port(c, "http")
                 if port is None:
                     continue
                 peer = peer or _peer(kube, ns, avoid=w)
@@ -602,7 +608,7 @@ def _probes_answer(kube, ns: str, fault) -> Effect:
                 continue
             port = check.get("port")
             if isinstance(port, str):  # a named port: the number the container declares for it
-                port = next((x["containerPort"] for x in c.get("ports") or [] if x.get("name") == port), None)
+                port = _declared_port(c, port)
             if port is None:
                 return Effect(True, f"{p['metadata']['name']}/{c['name']} {kind} names a port it does not declare")
             how = ("http", pr["httpGet"].get("path") or "/") if pr.get("httpGet") else ("tcp", "/")

@@ -251,6 +251,28 @@ def test_workload_health_fails_when_a_container_restarts_during_the_window_even_
     assert eventually(back_for_good, 60, 1), "the container did not come back Running and Ready after one restart"
 
 
+def test_workload_health_fails_while_a_rollout_stalls_behind_its_old_pod(kube, ns, shell_image):
+    """What a gaming agent's "fix" with another wrong value leaves (measured on the shop's worker,
+    2026-11-29): the new template's pod never gets ready, the old pod serves on, and
+    ``updatedReplicas`` is already full, so the rollout looked complete. As ``kubectl rollout
+    status``, it is complete only once no old pod runs and the updated ones are available."""
+    ready_if_ok = 'if [ "$OK" = 1 ]; then touch /tmp/ready; fi; exec sleep 100000'
+    probe = {"readinessProbe": {"exec": {"command": ["cat", "/tmp/ready"]}, "periodSeconds": 1}}
+    apply(kube, ns, deployment("web", shell_image, command=["sh", "-c", ready_if_ok], env={"OK": "1"},
+                               container_extra=probe))
+    rollout(kube, ns, "web")
+    assert check(kube, ns, "workload_health", WINDOW).passed
+    kube.kubectl("set", "env", "deployment/web", "-n", ns, "OK=2")  # another wrong value: never ready
+    wait_for(lambda: json.loads(kube.kubectl("get", "deployment/web", "-n", ns, "-o", "json").stdout)
+             ["status"].get("updatedReplicas") == 1)
+    stalled = check(kube, ns, "workload_health", WINDOW)
+    assert not stalled.passed and "old replica(s) still run" in stalled.message, stalled.message
+    kube.kubectl("set", "env", "deployment/web", "-n", ns, "OK=1")
+    rollout(kube, ns, "web")
+    fixed = check(kube, ns, "workload_health", WINDOW)
+    assert fixed.passed, fixed.message
+
+
 def test_workload_health_fails_on_a_crash_loop(kube, ns, shell_image):
     apply(kube, ns, deployment("web", shell_image, command=["sh", "-c", "exit 3"]))
     wait_for(lambda: any(cs.get("restartCount", 0) >= 2 for p in json.loads(

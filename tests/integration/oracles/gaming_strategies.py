@@ -272,6 +272,45 @@ def remove_probes(b: Board) -> Played:
     return Played(f"probes removed from {', '.join(removed)}")
 
 
+def loosened(container: dict) -> dict[str, dict]:
+    """A container's probes made forgiving, as an agent that wants green pods types them: each
+    readiness probe asks what liveness asks (``/healthz``, which checks no dependency) or only
+    connects to its port, and every probe waits 10 s and tolerates 30 failures."""
+    out = {}
+    for kind in ("readinessProbe", "livenessProbe", "startupProbe"):
+        if not container.get(kind):
+            continue
+        probe = {**container[kind], "failureThreshold": 30, "timeoutSeconds": 10}
+        if kind == "readinessProbe":
+            live = container.get("livenessProbe") or {}
+            port = (probe.get("httpGet") or probe.get("tcpSocket") or {}).get("port")
+            for handler in ("httpGet", "tcpSocket", "exec", "grpc"):
+                probe.pop(handler, None)
+            if live.get("httpGet"):
+                probe["httpGet"] = live["httpGet"]
+            elif port is not None:
+                probe["tcpSocket"] = {"port": port}
+            else:
+                probe["exec"] = {"command": ["true"]}
+        out[kind] = probe
+    return out
+
+
+def loosen_probes(b: Board) -> Played:
+    """Keep every probe but make it forgiving (``loosened``). Unlike ``remove_probes``, nothing is
+    missing from the spec."""
+    done = []
+    for w in workloads(b.kube, b.ns):
+        ops = [{"op": "replace", "path": f"/spec/template/spec/containers/{i}/{kind}", "value": probe}
+               for i, c in enumerate(w["spec"]["template"]["spec"]["containers"])
+               for kind, probe in loosened(c).items()]
+        if ops:
+            b.kube.kubectl("patch", w["kind"].lower(), w["metadata"]["name"], "-n", b.ns, "--type=json",
+                           "-p", json.dumps(ops))
+            done.append(w["metadata"]["name"])
+    return Played(f"probes loosened on {', '.join(done) or 'nothing (no probes)'}")
+
+
 def repoint_service(b: Board) -> Played:
     """Point the faulty component's Service at the pods of another ready workload that serves on
     the same container port."""
@@ -574,7 +613,7 @@ def do_nothing(b: Board) -> Played:
 STRATEGIES: dict[str, Callable[[Board], Played]] = {f.__name__: f for f in (
     do_nothing, restart_every_pod, restart_faulty_pods_repeatedly, recreate_workloads, scale_to_zero_and_back,
     scale_up_stopped, rollout_undo,
-    helm_rollback, remove_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
+    helm_rollback, remove_probes, loosen_probes, repoint_service, reconfigure_loadgen, silence_loadgen, stub_entry_service,
     exec_stub_in_entry, stub_faulty_service, clone_faulty_component, another_wrong_value, fake_metrics,
     recreate_namespace_objects)}
 # strategies that replace pods without changing any spec: a fault whose real cause outlives the

@@ -37,14 +37,16 @@ async def first_of(*waits: Callable[[], Awaitable[Any]]) -> None:
 
 @dataclass(frozen=True)
 class ToolReply:
-    """What one action gave back. ``invalid``/``wrong`` are the server's and the conductor's verdicts
-    on it (counts, nothing more), for shaping and metrics."""
+    """What one action gave back. ``invalid``/``wrong``/``evidence`` are the server's and the
+    conductor's verdicts on it (counts and the evidence coverage it gained, nothing more), for shaping
+    and metrics."""
 
     text: str
     error: bool = False
     structured: Any = None
     invalid: int = 0
     wrong: int = 0
+    evidence: float = 0.0
     done: bool = False  # submit_mitigation was accepted: the agent's work is over
 
 
@@ -64,10 +66,12 @@ class ToolChannel:
         # verdicts on the calls the server recorded since the last reply (set by the conductor side)
         self.invalid_seen = 0
         self.wrong_seen = 0
+        self.evidence_seen = 0.0
 
-    def verdict(self, *, invalid: bool, wrong: int) -> None:
+    def verdict(self, *, invalid: bool, wrong: int, evidence: float = 0.0) -> None:
         self.invalid_seen += int(invalid)
         self.wrong_seen += wrong
+        self.evidence_seen += evidence
 
     async def exchange(self, action: ToolAction) -> ToolReply | None:
         """Send one action and wait for its reply; None when the agent's time is over first."""
@@ -132,7 +136,7 @@ class ChannelAgent(Agent):
             if not action.tokens:
                 turns.append(ModelTurn(t=task.elapsed(), tool_calls=1, malformed=True))
             return ToolReply(text=refusal_text(action), error=True, invalid=1)
-        channel.invalid_seen = channel.wrong_seen = 0
+        channel.invalid_seen, channel.wrong_seen, channel.evidence_seen = 0, 0, 0.0
         try:
             result = await client.call_tool(action.tool, action.arguments)
         except Exception as e:  # noqa: BLE001 - the policy reads the error; the episode goes on
@@ -141,4 +145,4 @@ class ChannelAgent(Agent):
         done = action.tool == "submit_mitigation" and not result.is_error
         return ToolReply(text=("error: " if result.is_error else "") + result_text(result), error=bool(result.is_error),
                          structured=result.structured_content, invalid=channel.invalid_seen, wrong=channel.wrong_seen,
-                         done=done)
+                         evidence=channel.evidence_seen, done=done)

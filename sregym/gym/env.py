@@ -119,7 +119,7 @@ class IncidentEnv(gym.Env):
         if reply is None:  # the run's clock cut the agent off while it waited
             return self._finish(None, 0.0, truncated=True, reason="budget_seconds")
         self._count(parsed, reply)
-        reward = self._shaping.step(invalid=reply.invalid, wrong=reply.wrong)
+        reward = self._shaping.step(invalid=reply.invalid, wrong=reply.wrong, evidence=reply.evidence)
         if reply.done:
             return self._finish(reply, reward, truncated=False, reason="submitted", tool=parsed.tool)
         spent = self._spent(budgets)

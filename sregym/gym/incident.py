@@ -15,7 +15,7 @@ the problem files itself); the fence for an adversarial agent is the run's sandb
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -25,11 +25,12 @@ from sregym.conductor.checks import check_problem
 from sregym.conductor.run import run_problem
 from sregym.conductor.suite import with_namespace
 from sregym.core.loader import load_problem_arg
+from sregym.core.problem import GroundTruth
 from sregym.core.record import RunRecord
 from sregym.core.settings import RunSettings
 from sregym.core.trajectory import ToolCall, Trajectory
 from sregym.gym.channel import ChannelAgent, ToolChannel
-from sregym.oracles import wrong_remediations
+from sregym.oracles import evidence_coverage, wrong_remediations
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,25 @@ class Outcome:
                    tokens=t.tokens, ttm_s=record.ttm_s, record=str(path))
 
 
+def call_judge(channel: ToolChannel, ground_truth: GroundTruth) -> Callable[[ToolCall], None]:
+    """The conductor-side verdict on each tool call as the server records it, handed to the channel as
+    numbers only: whether it was invalid, how many wrong remediations it made, and how much it raised
+    the run's evidence coverage (the record's metric over the calls so far, so the gains of an
+    episode sum to the record's ``evidence_coverage`` less its value before any call)."""
+    calls: list[ToolCall] = []
+    covered = evidence_coverage(Trajectory(), ground_truth)  # 1.0 when the problem lists no evidence
+
+    def judge(call: ToolCall) -> None:
+        nonlocal covered
+        calls.append(call)
+        now = evidence_coverage(Trajectory(tool_calls=calls), ground_truth)
+        channel.verdict(invalid=call.invalid, wrong=len(wrong_remediations(Trajectory(tool_calls=[call]), ground_truth)),
+                        evidence=now - covered)
+        covered = now
+
+    return judge
+
+
 async def play_incident(problem: str, settings: RunSettings, channel: ToolChannel, *, out_dir: Path,
                         problems_dirs: Sequence[Path] = (), kubeconfig: Path | None = None,
                         context: str | None = None, cluster: ClusterHandle | None = None,
@@ -68,12 +88,7 @@ async def play_incident(problem: str, settings: RunSettings, channel: ToolChanne
     ``namespace``: the app's namespace for this run (a slot), as a suite's parallel cells do."""
     loaded = load_problem_arg(problem, list(problems_dirs))
     check_problem(loaded, noise=settings.noise)
-    ground_truth = loaded.problem.ground_truth
     played = with_namespace(loaded.problem, namespace) if namespace else loaded.problem
-
-    def judge(call: ToolCall) -> None:  # conductor-side: the channel receives counts only
-        channel.verdict(invalid=call.invalid, wrong=len(wrong_remediations(Trajectory(tool_calls=[call]), ground_truth)))
-
     record = await run_problem(played, settings, out_dir=out_dir, cluster=cluster or current_cluster(kubeconfig, context),
-                               runner=ChannelAgent(channel), on_tool_call=judge)
+                               runner=ChannelAgent(channel), on_tool_call=call_judge(channel, loaded.problem.ground_truth))
     return Outcome.of(record, out_dir / f"{record.run_id}.json")

@@ -2,9 +2,14 @@
 
 The episode's return is always the run's partial-credit reward (``grades.reward.total`` of the
 record, weights in ``oracles/reward.yaml``). A shaped term named in ``reset(options={"shaping":
-[...]})`` pays its penalty at the step where it happens, with the record's weight and cap; the
+[...]})`` pays its share at the step where it is earned, with the record's weight and cap; the
 final step pays the rest (``total - paid``), so the return is the same number a run is graded
 with and what is trained is what is benchmarked.
+
+- ``evidence_coverage``: ``weights.evidence`` times the gain of the run's evidence coverage at this
+  step (the record's metric, ``sregym.oracles.evidence_coverage``, over the calls so far), so at
+  most the weight in all. Judged on the conductor's side; the env only receives the gain. It tells
+  the policy, call by call, which of its reads hit the ground truth's evidence: see docs/training.md.
 
 - ``invalid_action``: ``-penalties.invalid_action`` for each invalid action (unknown tool,
   arguments that do not match the schema or are not JSON, a refused call), up to
@@ -21,7 +26,7 @@ from dataclasses import dataclass, field
 
 from sregym.oracles import load_reward_weights
 
-SHAPED_TERMS = ("invalid_action", "wrong_remediation")
+SHAPED_TERMS = ("evidence_coverage", "invalid_action", "wrong_remediation")
 
 
 class UnknownShapingTerm(ValueError):
@@ -39,36 +44,42 @@ def shaped_terms(names: Iterable[str] | None) -> frozenset[str]:
 
 @dataclass
 class Shaping:
-    """Per-step penalties as the record weighs them; ``paid`` is what the episode has paid so far."""
+    """Per-step credit and penalties as the record weighs them; ``paid`` is what the episode has paid so far."""
 
     terms: frozenset[str] = frozenset()
+    per_evidence: float = 0.0
     per_invalid: float = 0.0
     invalid_cap: float = 0.0
     per_wrong: float = 0.0
     wrong_cap: float = 0.0
     paid: float = 0.0
-    _invalid_paid: float = field(default=0.0, repr=False)
-    _wrong_paid: float = field(default=0.0, repr=False)
+    _paid_by_term: dict[str, float] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_weights(cls, terms: Iterable[str] | None, weights_file: str | None = None) -> Shaping:
-        p = load_reward_weights(weights_file).penalties
-        return cls(terms=shaped_terms(terms), per_invalid=p.invalid_action, invalid_cap=p.invalid_action_cap,
-                   per_wrong=p.wrong_remediation, wrong_cap=p.wrong_remediation_cap)
+        weights = load_reward_weights(weights_file)
+        p = weights.penalties
+        return cls(terms=shaped_terms(terms), per_evidence=weights.weights.evidence, per_invalid=p.invalid_action,
+                   invalid_cap=p.invalid_action_cap, per_wrong=p.wrong_remediation, wrong_cap=p.wrong_remediation_cap)
 
-    def step(self, *, invalid: int = 0, wrong: int = 0) -> float:
-        """The shaped reward of one step with ``invalid`` invalid actions and ``wrong`` wrong remediations."""
-        reward = 0.0
-        if "invalid_action" in self.terms and invalid:
-            take = min(self.per_invalid * invalid, self.invalid_cap - self._invalid_paid)
-            self._invalid_paid += max(0.0, take)
-            reward -= max(0.0, take)
-        if "wrong_remediation" in self.terms and wrong:
-            take = min(self.per_wrong * wrong, self.wrong_cap - self._wrong_paid)
-            self._wrong_paid += max(0.0, take)
-            reward -= max(0.0, take)
+    def step(self, *, invalid: int = 0, wrong: int = 0, evidence: float = 0.0) -> float:
+        """The shaped reward of one step with ``invalid`` invalid actions, ``wrong`` wrong remediations
+        and an ``evidence`` coverage gain (a share in [0, 1])."""
+        # coverage is a share, so its gains sum to 1 at most: the weight is its cap
+        reward = (self._pay("evidence_coverage", self.per_evidence * evidence, self.per_evidence)
+                  - self._pay("invalid_action", self.per_invalid * invalid, self.invalid_cap)
+                  - self._pay("wrong_remediation", self.per_wrong * wrong, self.wrong_cap))
         self.paid += reward
         return reward
+
+    def _pay(self, term: str, amount: float, cap: float) -> float:
+        """What a term asked for pays of ``amount`` without going past ``cap`` in all (0 when not asked for)."""
+        if term not in self.terms or amount <= 0:
+            return 0.0
+        paid = self._paid_by_term.get(term, 0.0)
+        take = max(0.0, min(amount, cap - paid))
+        self._paid_by_term[term] = paid + take
+        return take
 
     def final(self, total: float) -> float:
         """The last step's reward: what the run's reward ``total`` still owes after the shaped steps."""

@@ -31,11 +31,14 @@ def runs(monkeypatch):
             channel.tools = {"kubectl": {"type": "object"}, "submit_mitigation": {"type": "object"}}
             channel.started_at = time.time()
             channel.opened.set()
+            covered = 0.0  # the first valid kubectl call gathers the run's only evidence entry
             async for action in channel._actions:
                 if isinstance(action, str):
                     break
                 invalid = int(action.error is not None or action.tool not in channel.tools)
-                reply = ToolReply(text=f"ran {action.tool}", error=bool(invalid), invalid=invalid,
+                gain = 1.0 - covered if action.tool == "kubectl" and not invalid else 0.0
+                covered += gain
+                reply = ToolReply(text=f"ran {action.tool}", error=bool(invalid), invalid=invalid, evidence=gain,
                                   done=action.tool == "submit_mitigation")
                 await channel._replies_in.send(reply)
                 if reply.done:
@@ -87,6 +90,29 @@ def test_submit_terminates_with_the_runs_reward_and_shaping_keeps_the_return(run
     finally:
         env.close()
     assert runs["aborted"] == 0 and runs["recovered"] == 1
+
+
+def test_evidence_coverage_pays_its_gain_at_the_step_and_the_last_step_the_rest(runs) -> None:
+    env = IncidentEnv("p", shaping=["evidence_coverage", "invalid_action"])
+    try:
+        env.reset(seed=1)
+        steps = [env.step(KUBECTL), env.step(KUBECTL), env.step(SUBMIT)]
+        rewards = [r for _, r, _, _, _ in steps]
+        assert rewards[:2] == pytest.approx([0.15, 0.0])  # the record's evidence weight times the gain
+        assert sum(rewards) == pytest.approx(0.5)  # the run's reward, whatever was paid on the way
+        assert all("evidence" not in k for _, _, _, _, info in steps[:2] for k in info)  # the reward is all it says
+    finally:
+        env.close()
+
+
+def test_check_env_passes_with_every_shaped_term(runs) -> None:
+    from gymnasium.utils.env_checker import check_env
+
+    env = IncidentEnv("p", shaping=["evidence_coverage", "invalid_action", "wrong_remediation"])
+    try:
+        check_env(env, skip_render_check=True)  # the live form: tests/integration/gym (long tier)
+    finally:
+        env.close()
 
 
 def test_the_step_budget_truncates_and_the_run_is_graded(runs) -> None:

@@ -3,7 +3,8 @@
 One row per episode: OpenAI chat ``messages`` (system, the task prompt as the user turn, then for
 each model reply an assistant turn with the ``tool_calls`` it asked for together, each answered by
 a ``tool`` turn with the matching ``tool_call_id``), the run's ids and its reward. Written as JSON lines, or as a Hugging Face
-``datasets``-loadable folder (``data/<split>-*.jsonl`` plus a README.md dataset card).
+``datasets``-loadable folder (``data/<split>-*.jsonl`` plus a README.md dataset card that declares
+the features, one schema for every split).
 
 What a record does not hold is not invented: a tool turn carries the text the tool answered as the
 record keeps it (up to 16000 characters); records made before result text was kept give the error,
@@ -24,8 +25,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sregym.agentplane.agents.react import SYSTEM_PROMPT
 from sregym.agentplane.budgets import AgentBudgets
+from sregym.agentplane.dataset_features import card_features
 from sregym.agentplane.prompt import render_prompt
 from sregym.core.record import RunRecord
 
@@ -186,17 +190,14 @@ def write_jsonl(rows: Iterable[dict[str, Any]], path: Path) -> Path:
 
 DATASET_CARD = """\
 ---
-configs:
-- config_name: default
-  data_files:
-{splits}
----
+{header}---
 
 # sregym episodes ({count} runs)
 
 Chat-format tool-calling conversations of sregym runs, one row per episode, written by
 `sregym export --format hf`. Load with
-`datasets.load_dataset("json", data_files={{"train": "data/train-*.jsonl"}})` (or this folder by path).
+`datasets.load_dataset("<this folder>")` (every split, with the features declared above: a field a row
+lacks loads as null) or `datasets.load_dataset("json", data_files={{"train": "data/train-*.jsonl"}})`.
 
 | field | meaning |
 |---|---|
@@ -214,15 +215,21 @@ evidence is included beyond the reward figures.
 
 
 def write_hf_dataset(rows: list[dict[str, Any]], out: Path, *, with_ground_truth: bool = False) -> list[Path]:
-    """``out/data/<split>-00000-of-00001.jsonl`` per split plus ``out/README.md``; returns the files."""
+    """``out/data/<split>-00000-of-00001.jsonl`` per split plus ``out/README.md``; returns the files.
+    Raises :class:`~sregym.agentplane.dataset_features.UnrepresentableColumn` (before writing anything) when the rows fit no one schema."""
     by_split: dict[str, list[dict[str, Any]]] = {}
     for row in rows:
         by_split.setdefault(row["split"], []).append(row)
+    # the features are declared, one schema for all splits: inferred, they come from one split alone
+    header = yaml.safe_dump({
+        "configs": [{"config_name": "default",
+                     "data_files": [{"split": s, "path": f"data/{s}-*.jsonl"} for s in sorted(by_split)]}],
+        "dataset_info": {"features": card_features(rows)},
+    }, sort_keys=False)
     files = [write_jsonl(split_rows, out / "data" / f"{split}-00000-of-00001.jsonl")
              for split, split_rows in sorted(by_split.items())]
-    splits = "\n".join(f"  - split: {s}\n    path: data/{s}-*.jsonl" for s in sorted(by_split))
     gt = ("| `ground_truth` | the problem's ground truth (opt-in `--with-ground-truth`): a label, never shown "
           "to the agent |\n") if with_ground_truth else ""
     card = out / "README.md"
-    card.write_text(DATASET_CARD.format(splits=splits or "  []", count=len(rows), ground_truth=gt))
+    card.write_text(DATASET_CARD.format(header=header, count=len(rows), ground_truth=gt))
     return [*files, card]

@@ -62,6 +62,7 @@ def export(
     exported. See docs/training.md.
     """
     from sregym.agentplane.chat_export import export_episodes, write_hf_dataset, write_jsonl
+    from sregym.agentplane.dataset_features import UnrepresentableColumn
     from sregym.report.records import load_records
 
     from sregym.core.problem import Split
@@ -92,7 +93,10 @@ def export(
         raise UserInputError(f"no episode to export: all {len(records)} run(s) were skipped",
                              hint="--include-incomplete keeps aborted and errored runs, --include-oracle oracle runs")
     if format is ExportFormat.hf:
-        files = write_hf_dataset(done.rows, out, with_ground_truth=with_ground_truth)
+        try:
+            files = write_hf_dataset(done.rows, out, with_ground_truth=with_ground_truth)
+        except UnrepresentableColumn as e:
+            raise UserInputError(f"--format hf: {e}", hint="--format openai writes the rows as plain JSON lines") from e
     else:
         files = [write_jsonl(done.rows, out)]
     err.print(f"exported {len(done.rows)} episode(s) of {len(records)} run(s) to {', '.join(map(str, files))}")

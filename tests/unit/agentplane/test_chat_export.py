@@ -199,3 +199,47 @@ def test_oracle_runs_recite_the_ground_truth_so_are_skipped_unless_asked():
     done = export_episodes(records, lambda pid: FACTS)
     assert [r["problem_id"] for r in done.rows] == ["a"] and done.skipped_oracle == 1
     assert [r["agent"] for r in export_episodes(records, lambda pid: FACTS, include_oracle=True).rows] == ["noop", "oracle"]
+
+
+def test_the_hf_folder_loads_with_the_datasets_library_as_the_docs_say(tmp_path, monkeypatch):
+    # the real library, offline, its cache kept in tmp_path: rows of every shape the export writes
+    # (graded and ungraded, calls grouped by one reply or one each, a known and an unknown split)
+    datasets = importlib.import_module("datasets")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    grouped = calls_record(problem=TRAIN_PROBLEM, seed=1, model="m-1")
+    grouped.trajectory.model_turns = [ModelTurn(t=1.5, reply_t=0.0, tool_calls=2),
+                                      ModelTurn(t=10.5, reply_t=9.5, tool_calls=1)]
+    records = [calls_record(problem=TRAIN_PROBLEM), grouped, calls_record(problem="hotel_cache_accept_emfile"),
+               make_record(problem="gone", calls=(("kubectl", "get", True, False),))]  # ungraded, no problem file
+    results = write_records(records, tmp_path / "results")
+    out = tmp_path / "sregym-episodes"
+    assert run_cli(["export", str(results), "--out", str(out), "--format", "hf", "--with-ground-truth"]) == 0
+    cache = str(tmp_path / "hf-cache")
+    # docs/training.md's line, and the folder by path (the card's `configs`)
+    by_files = datasets.load_dataset("json", data_files={"train": str(out / "data/train-*.jsonl")}, cache_dir=cache)
+    by_folder = datasets.load_dataset(str(out), cache_dir=cache)
+    assert sorted(by_folder) == ["test", "train", "unknown"]
+    train = by_files["train"]
+    assert train.num_rows == 2 and by_folder["train"].num_rows == 2
+    assert (by_folder["test"].num_rows, by_folder["unknown"].num_rows) == (1, 1)
+    written = [json.loads(line) for line in (out / "data/train-00000-of-00001.jsonl").read_text().splitlines()]
+    for row, want in zip(train, written):
+        assert (row["run_id"], row["problem_id"], row["split"], row["seed"], row["reward"]) == (
+            want["run_id"], want["problem_id"], "train", want["seed"], want["reward"])
+        assert row["ground_truth"]["component"] == want["ground_truth"]["component"]
+        msgs = row["messages"]
+        assert [m["role"] for m in msgs] == [m["role"] for m in want["messages"]]
+        assert msgs[1]["content"] == want["messages"][1]["content"]  # the task prompt
+        calls = [c for m in msgs if m["role"] == "assistant" for c in m["tool_calls"]]
+        assert [c["function"]["name"] for c in calls] == ["kubectl", "bogus_tool", "kubectl", "submit_mitigation"]
+        assert json.loads(calls[0]["function"]["arguments"]) == {"command": ["get", "pods", "-n", "hotel"]}
+        answered = [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
+        assert answered == [c["id"] for c in calls]
+    first_reply = [m for m in train[1]["messages"] if m["role"] == "assistant"][0]
+    assert len(first_reply["tool_calls"]) == 2  # one model reply asked for two calls together
+    # one schema for every split: a struct has each key any row gave it, null where a row had none
+    ungraded = by_folder["unknown"][0]
+    assert ungraded["reward"] is None and set(ungraded["reward_terms"].values()) == {None}
+    assert ungraded["model"] is None and by_folder["train"][1]["model"] == "m-1"  # null in one split, set in another
+    assert by_folder["train"][0]["messages"][3]["tool_calls"] is None  # a tool turn

@@ -229,12 +229,31 @@ _IPV4 = re.compile(r"\d{1,3}(\.\d{1,3}){3}")
 _SKIP_CONFIGMAPS = {"kube-root-ca.crt"}  # the cluster's CA, in every namespace
 
 
+# a keyword DSN writes the host and the port apart in one value: "host=db port=5432 dbname=x" (libpq),
+# "Server=db;Port=5432" (ADO)
+_KEYWORD_HOST = re.compile(r"(?i)\b(?:host|hostaddr|hostname|server|address|addr)\s*=\s*([^\s;,:'\"]+)(?=[\s;,'\"]|$)")
+_KEYWORD_PORT = re.compile(r"(?i)\bport\s*=\s*(\d+)\b")
+
+
+def _keyword_address(value: str) -> str:
+    """``value`` with a keyword DSN's host and port written as one address (``db:5432``), so the
+    port is compared with its host; any other value as it is."""
+    host, port = _KEYWORD_HOST.search(value), _KEYWORD_PORT.search(value)
+    if not (host and port):
+        return value
+    for start, end, text in sorted([(host.start(), host.end(), f" {host.group(1)}:{port.group(1)} "),
+                                    (port.start(), port.end(), " ")], reverse=True):
+        value = value[:start] + text + value[end:]
+    return value
+
+
 def references(value: str, services: set[str], namespace: str) -> list[str]:
     """The addresses a setting's value names, sorted: the app's Services (``name[:port]``, however
     qualified), and anything else written as an address (``host:port``, a URL, an IP, ``localhost``:
-    a stub exec'd beside a caller, a pod's IP). A bare word is a host only when it is a Service's name."""
+    a stub exec'd beside a caller, a pod's IP; a keyword DSN's ``host=`` with its ``port=``). A bare
+    word is a host only when it is a Service's name."""
     found = set()
-    for word in _WORD.findall(value or ""):
+    for word in _WORD.findall(_keyword_address(value or "")):
         host_port = word.split("://", 1)[-1].split("/", 1)[0].rsplit("@", 1)[-1]
         host, _, port = host_port.partition(":")
         labels = host.split(".")
@@ -246,12 +265,53 @@ def references(value: str, services: set[str], namespace: str) -> list[str]:
     return sorted(found)
 
 
+# A port set apart from its host: "DB_PORT" beside "DB_HOST" (or _ADDR, _URL ...). Moved alone, it
+# sends every caller to another port of the same host, where the agent's own code may answer (a
+# process exec'd into the store's pod, a port added to its Service): compared with its host.
+_PORT_SETTING = re.compile(r"^(?:(?P<prefix>.+)_)?PORT$", re.IGNORECASE)
+HOST_SETTINGS = ("HOST", "HOSTNAME", "ADDR", "ADDRESS", "SERVER", "URL", "URI", "DSN")
+
+
+def port_partners(names: Iterable[str]) -> dict[str, str | None]:
+    """Each port setting among ``names`` (``PORT``, ``<X>_PORT``) -> the setting that names its
+    host (``<X>_HOST``, ``<X>_ADDR``, ... in :data:`HOST_SETTINGS` order), or None where none does."""
+    by_upper = {n.upper(): n for n in names}
+    out: dict[str, str | None] = {}
+    for name in by_upper.values():
+        m = _PORT_SETTING.match(name)
+        if m:
+            prefix = f"{m['prefix']}_".upper() if m["prefix"] else ""
+            out[name] = next((by_upper[prefix + s] for s in HOST_SETTINGS if prefix + s in by_upper), None)
+    return out
+
+
+def _port_of(address: str) -> bool:
+    return address.rpartition(":")[2].isdigit()
+
+
+def with_port(host_value: str, port_value: str, services: set[str], namespace: str) -> list[str]:
+    """The addresses a host setting names, given the port setting beside it: a bare host and a
+    number are one address (``hotel-db`` and ``5432``: ``hotel-db:5432``), as is an address that
+    carries no port of its own; where the port is not used so (an address with its own port, a
+    port that is not a number), it is kept as a value (``port 5432``)."""
+    host, port = (host_value or "").strip(), (port_value or "").strip()
+    if not port.isdigit():
+        return sorted({*references(host, services, namespace), f"port {port}"})
+    if host and not re.search(r"[\s:/@=]", host):
+        return references(f"{host}:{port}", services, namespace) or [f"port {port}"]
+    refs = references(host, services, namespace)
+    joined = [r if _port_of(r) else f"{r}:{port}" for r in refs]
+    return sorted(joined if joined != refs else {*refs, f"port {port}"})
+
+
 def wiring(configmaps: list[dict], workloads: list[dict], services: set[str], namespace: str) -> dict[str, list[str]]:
     """``<Kind>/<workload>/<container> <setting>`` -> the addresses the setting names (:func:`references`),
     for every setting of a workload's containers that names one: its environment as its pods get
     it (``envFrom`` ConfigMaps in order, then ``env``, which wins: a caller may be told another
     address without a ConfigMap changing, and the same address set either way is the same
     wiring), the ConfigMap files mounted into it (an nginx.conf's upstreams), its command and args.
+    A port setting is read with the host setting beside it (``<workload> env DB_HOST with DB_PORT``:
+    :func:`port_partners`, :func:`with_port`), or as a value where no host is beside it.
     A ConfigMap no workload reads is nobody's setting."""
     out: dict[str, list[str]] = {}
     data = {cm["metadata"]["name"]: cm.get("data") or {} for cm in configmaps
@@ -275,8 +335,17 @@ def wiring(configmaps: list[dict], workloads: list[dict], services: set[str], na
                 key_ref = (e.get("valueFrom") or {}).get("configMapKeyRef") or {}
                 env[e["name"]] = str(e["value"]) if "value" in e else data.get(key_ref.get("name"), {}).get(
                     key_ref.get("key"), "")
+            ports = port_partners(env)
+            hosts = {host: port for port, host in ports.items() if host}
             for name, value in sorted(env.items()):
-                note(f"{where} env {name}", value)
+                if name in hosts:
+                    out[f"{where} env {name} with {hosts[name]}"] = with_port(value, env[hosts[name]], services,
+                                                                              namespace)
+                elif name in ports:  # compared with its host; with none beside it (a listen port), as a value
+                    if ports[name] is None:
+                        out[f"{where} env {name}"] = references(value, services, namespace) or [f"port {value.strip()}"]
+                else:
+                    note(f"{where} env {name}", value)
             for mount in c.get("volumeMounts") or []:
                 cm = volumes.get(mount["name"]) or {}
                 paths = {i["key"]: i["path"] for i in cm.get("items") or []}

@@ -68,7 +68,7 @@ def endpoint_slice(service_name: str, *pods: str) -> dict:
 
 
 SETTINGS = {"FRONTEND_ADDR": "frontend:8080", "SEARCH_ADDR": "search:8080", "GEO_ADDR": "geo:8080",
-            "CALL_TIMEOUT_SECONDS": "2", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
+            "DB_HOST": "hotel-db", "DB_PORT": "5432", "CALL_TIMEOUT_SECONDS": "2", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT":
             "http://jaeger-collector.observability.svc:4318/v1/traces"}
 
 
@@ -309,3 +309,78 @@ def test_the_live_paths_are_read_with_one_api_list_of_every_kind():
 
     assert read_app_paths(Kube(), NS) == BASELINE
     assert sorted(calls) == sorted((v, plural, NS) for v, plural, _ in APP_PATH_KINDS)
+
+
+# the workloads that read hotel-settings: a setting changed there is changed for each
+EVERY_CALLER = "Deployment/frontend/frontend, Deployment/geo/geo, Deployment/search/search"
+
+
+def test_a_stores_port_moved_with_its_host_left_alone_is_a_change():
+    """``DB_HOST`` as it was, ``DB_PORT`` moved to a port where the agent's own code answers (a
+    process exec'd into the store's pod on a spare port, reached through a headless Service or with
+    a port added to the store's Service): no address setting changed, yet every caller talks to the
+    stand-in. The port is compared paired with its host (before the fix: no change reported)."""
+    assert BASELINE["wiring"]["Deployment/search/search env DB_HOST with DB_PORT"] == ["hotel-db:5432"]
+    w = world()
+    w["configmaps"][0]["data"]["DB_PORT"] = "15432"
+    assert app_path_changes(BASELINE, paths(w)) == [
+        f"env DB_HOST with DB_PORT of {EVERY_CALLER} names hotel-db:15432 (at the baseline hotel-db:5432)"]
+    # or in one caller's own env entry, the ConfigMap left alone
+    w = world()
+    w["workloads"][2] = deployment("geo", env=[{"name": "DB_PORT", "value": "15432"}])
+    assert app_path_changes(BASELINE, paths(w)) == [
+        "env DB_HOST with DB_PORT of Deployment/geo/geo names hotel-db:15432 (at the baseline hotel-db:5432)"]
+
+
+def test_every_host_spelling_pairs_with_its_port_and_a_lone_port_is_compared_as_a_value():
+    """``<X>_ADDR``, ``<X>_ADDRESS``, ``<X>_URL`` without a port pair with ``<X>_PORT`` as ``<X>_HOST``
+    does; a port with no host beside it (a listen ``PORT``) is a value of its own."""
+    def with_env(**env: str) -> dict:
+        w = world()
+        w["workloads"][1] = deployment("search", env=[{"name": k, "value": v} for k, v in env.items()])
+        return paths(w)
+
+    for host in ("CACHE_ADDR", "CACHE_ADDRESS", "CACHE_HOSTNAME"):
+        before = with_env(**{host: "hotel-cache", "CACHE_PORT": "11211"})
+        assert before["wiring"][f"Deployment/search/search env {host} with CACHE_PORT"] == ["hotel-cache:11211"]
+        assert app_path_changes(before, with_env(**{host: "hotel-cache", "CACHE_PORT": "11311"})) == [
+            f"env {host} with CACHE_PORT of Deployment/search/search names hotel-cache:11311 "
+            f"(at the baseline hotel-cache:11211)"]
+    before = with_env(QUEUE_URL="nats://shop-queue", QUEUE_PORT="4222")
+    assert before["wiring"]["Deployment/search/search env QUEUE_URL with QUEUE_PORT"] == ["shop-queue:4222"]
+    before = with_env(PORT="8080")
+    assert before["wiring"]["Deployment/search/search env PORT"] == ["port 8080"]
+    assert app_path_changes(before, with_env(PORT="18080")) == [
+        "env PORT of Deployment/search/search names port 18080 (at the baseline port 8080)"]
+    # words that only end in PORT are no port: TRANSPORT, EXPORT
+    assert "Deployment/search/search env TRANSPORT" not in with_env(TRANSPORT="grpc")["wiring"]
+
+
+def test_a_keyword_dsn_carries_its_port():
+    """``host=hotel-db port=5432 dbname=hotel``: the port written beside the host in one value."""
+    def with_dsn(dsn: str) -> dict:
+        w = world()
+        w["configmaps"][0]["data"]["DB_DSN"] = dsn
+        return paths(w)
+
+    before = with_dsn("host=hotel-db port=5432 dbname=hotel")
+    assert before["wiring"]["Deployment/search/search env DB_DSN"] == ["hotel-db:5432"]
+    assert app_path_changes(before, with_dsn("host=hotel-db port=15432 dbname=hotel")) == [
+        f"env DB_DSN of {EVERY_CALLER} names hotel-db:15432 (at the baseline hotel-db:5432)"]
+    assert app_path_changes(before, with_dsn("Server=hotel-db; Port=5432; Database=hotel")) == []
+
+
+def test_a_port_that_a_fault_broke_and_a_fix_put_back_is_not_a_change():
+    """hotel_db_port_wrong and hotel_cache_wrong_port break a port setting; their fix puts the
+    baseline's value back. The same host and port written another way is the same address."""
+    broken = world()
+    broken["configmaps"][0]["data"]["DB_PORT"] = "5433"
+    assert app_path_changes(BASELINE, paths(broken)) == [
+        f"env DB_HOST with DB_PORT of {EVERY_CALLER} names hotel-db:5433 (at the baseline hotel-db:5432)"]
+    fixed = world()
+    fixed["workloads"][2] = deployment("geo", env=[{"name": "DB_PORT", "value": "5432"}])  # set in an env entry
+    assert app_path_changes(BASELINE, paths(fixed)) == []
+    short, long = world(), world()
+    short["configmaps"][0]["data"].update(GEO_HOST="geo", GEO_PORT="8080")
+    long["configmaps"][0]["data"].update(GEO_HOST="geo.hotel.svc.cluster.local", GEO_PORT="8080")
+    assert app_path_changes(paths(short), paths(long)) == []

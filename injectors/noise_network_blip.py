@@ -1,4 +1,4 @@
-"""Noise: a brief loss burst on an unrelated pod's traffic, removed by itself after ``duration``."""
+"""Noise: a brief loss burst on one pod's traffic (the root cause's too), removed by itself after ``duration``."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class BlipState(PlannedState):
 
 @injector("noise_network_blip")
 class NoiseNetworkBlip(Injector[BlipParams]):
-    """Drop a fraction of one unrelated pod's packets for ``duration`` seconds."""
+    """Drop a fraction of one pod's packets for ``duration`` seconds, in a chain of its own."""
 
     Params = BlipParams
     State = BlipState
@@ -34,7 +34,10 @@ class NoiseNetworkBlip(Injector[BlipParams]):
     node_level = True
 
     def plan(self) -> BlipState:
-        pod = choose(self.ctx.seed, "noise_network_blip", running(candidates(self.ctx, "Pod", self.params.exclude)), "pod")
+        # the root cause's pod too: its fault's rules live in chains (or a qdisc) of their own, which
+        # this chain's removal never touches, and lost packets add to a fault without curing it
+        pods = running(candidates(self.ctx, "Pod", self.params.exclude, harmless=True))
+        pod = choose(self.ctx.seed, "noise_network_blip", pods, "pod")
         tc = pick_container(self.ctx, Selector(kind="Pod", name=pod["metadata"]["name"],
                                                namespace=pod["metadata"]["namespace"]))
         _, pid = target_pid(self.ctx, tc)

@@ -1,4 +1,5 @@
-"""Noise: one pod of an unrelated workload restarts (deleted; its controller replaces it)."""
+"""Noise: one pod restarts (deleted; its controller replaces it), the root cause's too unless a
+restart would cure its fault."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ class PodRestartState(PlannedState):
 
 @injector("noise_pod_restart")
 class NoisePodRestart(Injector[NoiseParams]):
-    """Restart one running pod outside the excluded components."""
+    """Restart one running pod (not one a restart would cure: ``candidates``)."""
 
     Params = NoiseParams
     State = PodRestartState
 
     def plan(self) -> PodRestartState:
-        pods = [p for p in running(candidates(self.ctx, "Pod", self.params.exclude))
+        pods = [p for p in running(candidates(self.ctx, "Pod", self.params.exclude, restarts=True))
                 if (p["metadata"].get("ownerReferences") or [])]  # only pods a controller brings back
         pod = choose(self.ctx.seed, "noise_pod_restart", pods, "pod")
         return PodRestartState(namespace=pod["metadata"]["namespace"], pod=pod["metadata"]["name"],

@@ -1,4 +1,5 @@
-"""Noise: a rolling restart of an unrelated Deployment (like a routine `kubectl rollout restart`)."""
+"""Noise: a rolling restart of a Deployment (like a routine `kubectl rollout restart`), the root cause's
+too unless a restart would cure its fault."""
 
 from __future__ import annotations
 
@@ -16,14 +17,14 @@ class RollingRestartState(EditState):
 
 @injector("noise_rolling_restart")
 class NoiseRollingRestart(Injector[NoiseParams]):
-    """Roll the pods of one Deployment outside the excluded components."""
+    """Roll the pods of one Deployment (not one a restart would cure: ``candidates``)."""
 
     Params = NoiseParams
     State = RollingRestartState
 
     def plan(self) -> RollingRestartState:
         dep = choose(self.ctx.seed, "noise_rolling_restart",
-                     candidates(self.ctx, "Deployment", self.params.exclude), "deployment")
+                     candidates(self.ctx, "Deployment", self.params.exclude, restarts=True), "deployment")
         edits = restart_edits(dep)
         return RollingRestartState(edits=edits, namespace=dep["metadata"]["namespace"], name=dep["metadata"]["name"],
                                    stamp=edits[0]["after"][RESTART_ANNOTATION])

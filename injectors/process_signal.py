@@ -37,6 +37,11 @@ class ProcessSignal(Injector[ProcessSignalParams]):
     targets = ("Pod", "Deployment", "StatefulSet", "DaemonSet")
     node_level = True
 
+    @classmethod
+    def ended_by_restart(cls, params: ProcessSignalParams) -> bool:
+        """A paused process is gone with its pod (its replacement runs); a killed one was restarted anyway."""
+        return params.action == "pause"
+
     def plan(self) -> SignalState:
         tc = pick_container(self.ctx, self.target)
         procs = container_processes(node_runner(self.ctx, tc.node), tc.container_id)

@@ -49,6 +49,7 @@ from sregym.core.jsonlines import append_json_line
 from sregym.core.problem import AppRef, Problem
 from sregym.core.record import AgentInfo, RunRecord, Versions
 from sregym.core.settings import RunSettings
+from sregym.injectors import INJECTORS
 
 INDEX_FILE = "index.jsonl"
 HEALTHY_BEFORE_BASELINE_S = 60.0  # how long an app may take to be healthy again before a baseline refuses it
@@ -121,13 +122,29 @@ def new_run_id(kind: str = "r") -> str:
 
 
 def noise_exclusions(problem: Problem) -> list[str]:
-    """Components that noise able to cure or mask the fault (restarts, lost packets) must not
-    touch: the root-cause targets, the faulty component, and the problem's own exclusions. Noise
-    that does neither (log lines, a few extra requests) spares only the problem's own exclusions
-    (its params), so "touched by noise" proves no component innocent."""
+    """The run's root-cause components: the root-cause targets, the faulty component, and the
+    problem's own exclusions. Noise spares them only where it could cure or mask the fault, or where
+    its undo could cross the fault's (``sregym.injectors._noise.candidates``), so "touched by noise"
+    proves no component innocent."""
     names = {problem.ground_truth.component, *problem.noise.exclude}
     names |= {f.target.name for f in problem.faults if f.target.name}
     return sorted(n for n in names if n)
+
+
+def cured_by_restart(problem: Problem) -> list[str]:
+    """Root-cause components a restart would cure, which noise that restarts pods spares: all of
+    them where the ground truth says a restart cures the problem (``restart_cures``; its faults are
+    not re-applied), else the targets of faults a restart ends early (a paused process: a stall
+    that starts a retry storm, cut short, might start none). Every other fault outlives its pod, so
+    a noise restart of its component leaves it in place, as ``sregym validate``'s restart step checks."""
+    if problem.ground_truth.restart_cures:
+        return noise_exclusions(problem)
+    ended = set()
+    for f in problem.faults:
+        cls = INJECTORS.get(f.injector)
+        if f.target.name and cls.ended_by_restart(cls.parse_params(f.params, where=f"{f.id}.params")):
+            ended.add(f.target.name)
+    return sorted(ended)
 
 
 def unwrap(error: BaseException) -> BaseException:
@@ -293,6 +310,7 @@ class Episode:
         self.start_journal()
         self.plane = FaultPlane(journal=self.journal, kube=self.cluster.kube, app_namespace=app.namespace,
                                 run_id=self.run_id, run_seed=self.seed, exclude=noise_exclusions(problem),
+                                cured_by_restart=cured_by_restart(problem),
                                 reapply=not problem.ground_truth.restart_cures)
         self.player = TimelinePlayer(self.plane, problem.faults, self.timeline, verify_timeout=self.verify_timeout,
                                      noise_params={"duration": problem.noise.duration_seconds,

@@ -121,10 +121,11 @@ class FaultPlane:
 
     def __init__(self, *, journal: Journal, kube: Any, app_namespace: str, run_id: str, run_seed: int,
                  capabilities: Capabilities | None = None, exclude: list[str] | None = None,
-                 reapply: bool = True, watch_interval: float = 2.0,
+                 cured_by_restart: list[str] | None = None, reapply: bool = True, watch_interval: float = 2.0,
                  target_pods: Callable[[Injector], list[dict]] | None = None):
-        """``reapply=False`` (a problem whose ground truth says a restart cures it) lets pod-scoped
-        faults die with their pods. ``target_pods(injector)`` lists the running pods of a fault's
+        """``exclude`` and ``cured_by_restart``: the run's root-cause components, and those of them
+        a restart would cure (``FaultContext``; what noise spares). ``reapply=False`` (a problem
+        whose ground truth says a restart cures it) lets pod-scoped faults die with their pods. ``target_pods(injector)`` lists the running pods of a fault's
         target (default: read from the cluster); the watcher polls it every ``watch_interval`` s."""
         self.journal = journal
         self.kube = kube
@@ -133,6 +134,7 @@ class FaultPlane:
         self.run_seed = run_seed
         self.capabilities = capabilities or node_capabilities_probe(kube)
         self.exclude = exclude or []
+        self.cured_by_restart = cured_by_restart or []
         self.active: dict[str, Active] = {}
         self.order: list[str] = []
         self.persisted: dict[str, Persisted] = {}
@@ -162,6 +164,7 @@ class FaultPlane:
         seed = derive_seed(self.run_seed, kind, key) if seed is None else seed
         ctx = FaultContext(kube=self.kube, app_namespace=self.app_namespace, hidden_namespace=HIDDEN_NAMESPACE,
                            seed=seed, run_id=self.run_id, labels=run_labels(self.run_id), exclude=list(self.exclude),
+                           cured_by_restart=list(self.cured_by_restart),
                            node=node, only_pods=None if only_pods is None else list(only_pods),
                            node_capabilities=self.capabilities)
         inj = cls(parsed, target, ctx, chosen)

@@ -97,7 +97,10 @@ class FaultContext:
     RBAC cannot read it). ``seed``: derived from the run seed for this fault, so random choices
     (which pod, which blocks) repeat with the same seed. ``run_id`` and ``labels``: the run, and the
     labels every object an injector creates must carry (cleanup finds them by these). ``exclude``:
-    the run's root-cause components, which noise that could cure or mask a fault must spare.
+    the run's root-cause components (spared by noise whose undo could cross a fault's, see
+    ``noise_manual_edit``). ``cured_by_restart``: those of them a restart would cure (the ground
+    truth's ``restart_cures``, a paused process), which noise that restarts pods spares (only plans
+    read it, so the journal does not keep it).
     ``node``: the node the mechanism was chosen on (node-level faults). ``only_pods``: on a
     re-application, the UIDs of the new pods to choose among. ``node_capabilities(node)``: the
     probed capability map of a node. ``node_runner(node)``: how to run commands on a node (default:
@@ -111,6 +114,7 @@ class FaultContext:
     run_id: str = ""
     labels: dict[str, str] = field(default_factory=run_labels)
     exclude: list[str] = field(default_factory=list)
+    cured_by_restart: list[str] = field(default_factory=list)
     node: str | None = None
     only_pods: list[str] | None = None
     node_capabilities: Callable[[str], dict[str, bool]] = field(default=lambda node: {})
@@ -232,6 +236,14 @@ class Injector(abc.ABC, Generic[P]):
         """Whether this fault, with its chosen mechanism, is gone once its pod is (so the fault plane
         re-applies it to the target's new pods while it is active). Default: ``pod_scoped``."""
         return self.pod_scoped
+
+    @classmethod
+    def ended_by_restart(cls, params: BaseModel) -> bool:
+        """Whether restarting the target's pod ends this fault early, though the ground truth does
+        not say a restart cures the problem (a paused process resumes as a new one): noise that
+        restarts pods then spares its target. Default: no (the fault lives in objects or volumes,
+        or the fault plane re-applies it to the new pod)."""
+        return False
 
     def carrier_pods(self, state: Any) -> set[str]:
         """UIDs of the pods whose deletion takes this planned fault with it."""

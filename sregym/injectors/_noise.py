@@ -1,5 +1,6 @@
-"""Shared parts of noise: transient, self-recovering disturbances that never touch excluded
-(root-cause) components, with every choice seeded by ``ctx.seed``."""
+"""Shared parts of noise: transient, self-recovering disturbances, with every choice seeded by
+``ctx.seed``. Noise may touch the root-cause components too, wherever it neither cures nor masks
+their fault, so being touched by noise proves no component innocent."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ NAME_LABELS = ("app", "app.kubernetes.io/name", "app.kubernetes.io/component", "
 class NoiseParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
     duration: float = Field(120, gt=0, description="seconds until it ends by itself")
-    exclude: list[str] = Field(default_factory=list, description="components noise must not touch (root causes)")
+    exclude: list[str] = Field(default_factory=list, description="components noise must not touch (the problem's own exclusions)")
 
 
 def is_excluded(obj: dict, exclude: Sequence[str]) -> bool:
@@ -37,14 +38,17 @@ def is_excluded(obj: dict, exclude: Sequence[str]) -> bool:
 
 
 def candidates(ctx: Any, kind: str, exclude: Sequence[str], namespace: str | None = None, *,
-               harmless: bool = False) -> list[dict]:
+               harmless: bool = False, restarts: bool = False) -> list[dict]:
     """Objects of ``kind`` in the app namespace that noise may touch, sorted by name.
 
-    ``exclude`` (the noise's params: the problem's own exclusions) always holds. The run's
-    root-cause components (``ctx.exclude``, from the conductor) are spared only by noise
-    that could cure or mask the fault (a restart, lost packets); ``harmless`` noise (log lines,
-    a few extra requests) may touch them too, so being touched by noise proves no component innocent."""
-    exclude = [*exclude, *([] if harmless else ctx.exclude)]
+    ``exclude`` (the noise's params: the problem's own exclusions) always holds. Of the run's
+    root-cause components, ``harmless`` noise (log lines, a few extra requests, packets lost on top
+    of whatever the fault does, in a chain of its own) spares none; noise that ``restarts`` pods
+    spares only those a restart would cure (``ctx.cured_by_restart``: the ground truth's
+    ``restart_cures``, a paused process), as every other fault outlives its pod (re-applied to the
+    new one, or living in objects and volumes); any other noise spares them all (``ctx.exclude``)."""
+    spared = [] if harmless else ctx.cured_by_restart if restarts else ctx.exclude
+    exclude = [*exclude, *spared]
     objs = list_objects(ctx.kube, kind, namespace or ctx.app_namespace)
     return sorted((o for o in objs if not is_excluded(o, exclude)), key=lambda o: o["metadata"]["name"])
 

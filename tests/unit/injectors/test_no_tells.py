@@ -44,11 +44,13 @@ def test_edits_leave_the_managers_a_persons_kubectl_leaves():
 def pods(monkeypatch):
     names = ["cache-1", "frontend-1", "geo-1", "search-1"]
     monkeypatch.setattr(noise, "list_objects", lambda kube, kind, ns: [{"metadata": {"name": n}} for n in names])
-    return SimpleNamespace(kube=None, app_namespace="app", exclude=["geo"])
+    return SimpleNamespace(kube=None, app_namespace="app", exclude=["geo", "search"], cured_by_restart=["search"])
 
 
-def test_harmless_noise_may_touch_the_root_cause_and_curing_noise_may_not(pods):
+def test_noise_touches_the_root_cause_unless_it_could_cure_it(pods):
     spares = [o["metadata"]["name"] for o in noise.candidates(pods, "Pod", ["cache"])]
-    assert spares == ["frontend-1", "search-1"]  # a restart or loss burst: root cause and exclusions spared
+    assert spares == ["frontend-1"]  # an edit whose undo could cross the fault's: root causes and exclusions spared
+    restarts = [o["metadata"]["name"] for o in noise.candidates(pods, "Pod", ["cache"], restarts=True)]
+    assert restarts == ["frontend-1", "geo-1"]  # a restart: only what a restart would cure is spared
     harmless = [o["metadata"]["name"] for o in noise.candidates(pods, "Pod", ["cache"], harmless=True)]
-    assert harmless == ["frontend-1", "geo-1", "search-1"]  # log lines: root cause too; exclusions still hold
+    assert harmless == ["frontend-1", "geo-1", "search-1"]  # log lines, lost packets: root causes too; exclusions hold

@@ -33,7 +33,8 @@ from sregym.conductor.cleanup import cleanup_all
 from sregym.conductor.faultplane import FaultPlane
 from sregym.conductor.grading import grade_mitigation, symptom_lag
 from sregym.conductor.journal import Journal, RunHeader, open_journals
-from sregym.conductor.episode import BASELINE_MET_WITHIN_S, baseline_meeting_objectives, ensure_hidden_namespace
+from sregym.conductor.episode import (BASELINE_MET_WITHIN_S, baseline_meeting_objectives, cured_by_restart,
+                                      ensure_hidden_namespace, noise_exclusions)
 from sregym.conductor.scheduler import TimelinePlayer
 from sregym.conductor.timeline import resolve_timeline
 from sregym.conductor.validate import restart_every_pod
@@ -80,6 +81,7 @@ async def faulted(p: Problem, cluster, journal_dir: Path | None = None, baseline
     journal.start(RunHeader(run_id=run_id, problem_id=p.id, kubeconfig=str(cluster.kubeconfig),
                             context=cluster.context))
     plane = FaultPlane(journal=journal, kube=cluster.kube, app_namespace=app.namespace, run_id=run_id, run_seed=0,
+                       exclude=noise_exclusions(p), cured_by_restart=cured_by_restart(p),
                        reapply=not p.ground_truth.restart_cures)
     try:
         await TimelinePlayer(plane, p.faults, resolve_timeline(p, 0, noise=False)).play_until(math.inf)
@@ -227,6 +229,41 @@ def test_restarting_the_partitioned_pod_does_not_cure_the_partition(cluster, str
     finally:
         if strategy == "remove_the_readiness_probe" and namespace:  # put the chart's probe back
             cluster.kube.kubectl("rollout", "undo", "deployment/api", "-n", namespace[0], check=False)
+
+
+def test_noise_on_the_partitioned_pod_leaves_the_partition(cluster):
+    """Noise may pick the root cause's pod (so "touched by noise" proves nothing): a loss burst on
+    the partitioned api pod adds a chain beside the partition's and its undo removes only its own;
+    a noise restart of that pod leaves the partition on the replacement."""
+    p = problem("shop_api_redis_partition")
+
+    async def go():
+        async with faulted(p, cluster) as (plane, app, baseline):
+            ns = app.namespace
+            host, port = redis_address(cluster, ns)
+            [old] = pods_of(cluster, ns, "api")
+            everyone = json.loads(cluster.kube.kubectl("get", "pods", "-n", ns, "-o", "json").stdout)["items"]
+            # the noise's own exclusions leave it only the api pod to pick (the plane spares none of it)
+            others = sorted(q["metadata"]["name"] for q in everyone if q["metadata"]["uid"] != old["metadata"]["uid"])
+            params = {"duration": 60, "exclude": others}
+            partition = our_chains(cluster, old, "api")
+            await plane.start(key="network_blip#0", kind="noise", injector="noise_network_blip", params=params,
+                              target=Selector(namespace=ns))
+            assert (await plane.verify("network_blip#0", timeout=10)).ok
+            both = our_chains(cluster, old, "api")
+            assert set(partition) < set(both), "the loss burst's chain is not beside the partition's"
+            await plane.stop("network_blip#0")
+            assert our_chains(cluster, old, "api") == partition, "the loss burst's undo touched the partition"
+            assert not connects(cluster, old, "api", host, port), "api reaches redis after the loss burst ended"
+            await plane.start(key="pod_restart#0", kind="noise", injector="noise_pod_restart", params=params,
+                              target=Selector(namespace=ns))
+            new = await anyio.to_thread.run_sync(lambda: replaced(cluster, ns, "api", {old["metadata"]["uid"]}))
+            await back_in_place(plane)
+            assert our_chains(cluster, new, "api"), "no partition rules in the restarted api pod's netns"
+            assert not connects(cluster, new, "api", host, port), "the restarted api pod reaches redis"
+            assert (await plane.verify("api_redis_cut", timeout=20)).ok
+
+    anyio.run(go)
 
 
 # -- hotel_geo_cpu_pressure --------------------------------------------------------------------

@@ -6,8 +6,10 @@ name its carrier without diagnosing anything. This noise makes the edits people 
 the same manager: a note or a label on a Deployment, StatefulSet or Service, or more revision
 history kept; none changes what the app does, so it neither cures nor masks a fault and may touch
 the root-cause component. A note on a workload's pods (its template) rolls them, as a restart does:
-that one only outside the root-cause components, as is a variable added to a container's env (a log
-format, a change ticket: names no app reads), which writes the kind of field faults write. It never overwrites a value someone set (only keys that
+that one only outside the root-cause components (noise restarts may roll those; an edit that rolls
+also writes, and undoes, a field of the template faults edit), as is a variable added to a
+container's env (a log format, a change ticket: names no app reads), which writes the kind of
+field faults write. It never overwrites a value someone set (only keys that
 are absent; the history limit only grows) and undoes its edit when it stops. It never edits a
 ConfigMap or Secret: an oracle dates a key by the time of the manager entry that owns it, and any
 edit under the same manager moves that time.
@@ -56,7 +58,7 @@ def possible_edits(obj: dict, *, may_roll: bool = False) -> dict[str, list[Chang
     """The harmless edits a person might make to ``obj``, by sort (a note on it or on its pods, a
     label, the history kept): only keys that are absent, so nothing someone set is overwritten
     (``LABELS`` holds none of the component labels noise's choices go by). A note on the pods rolls
-    them, and a roll could cure a fault: only with ``may_roll`` (not a root-cause component)."""
+    them and writes the template faults edit: only with ``may_roll`` (not a root-cause component)."""
     meta, name = obj["metadata"], obj["metadata"]["name"]
     out: dict[str, list[Change]] = {}
     if meta.get("annotations"):  # JSON patch adds a key only under a map that exists

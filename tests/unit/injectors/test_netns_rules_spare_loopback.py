@@ -46,7 +46,7 @@ def test_the_network_blip_noise_drops_nothing_on_the_loopback(monkeypatch):
     import injectors.noise_network_blip as blip
 
     pod = {"metadata": {"name": "peer-1", "namespace": "app"}}
-    monkeypatch.setattr(blip, "candidates", lambda ctx, kind, exclude: [pod])
+    monkeypatch.setattr(blip, "candidates", lambda ctx, kind, exclude, **how: [pod])
     monkeypatch.setattr(blip, "running", lambda pods: pods)
     monkeypatch.setattr(blip, "pick_container", lambda ctx, sel: type("TC", (), {"node": "n1", "pod": "peer-1",
                                                                                  "pod_uid": "u1"})())

@@ -322,14 +322,17 @@ def delete_custom_resources(cluster: ClusterHandle, spec: AppSpec, namespace: st
 
 
 def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = None, *,
-           purge_data: bool = False, timeout: float = 180) -> bool:
+           purge_data: bool = False, timeout: float = 180, wait: bool = True) -> bool:
     """Uninstall the app and remove its namespace (claims included). With ``purge_data``, also the
-    hostPath data this host keeps for it, so the next deploy starts from empty stores.
+    hostPath data this host keeps for it, so the next deploy starts from empty stores. With
+    ``wait=False`` (and no ``purge_data``) it returns once the deletions are asked for: the custom
+    resources still go first and are waited for, but the namespace may still be terminating, and a
+    deploy there is refused until ``wait_namespace_gone`` says it is gone.
     Returns False when nothing was installed."""
     spec = _spec(app)
     ns = namespace or spec.namespace
     delete_custom_resources(cluster, spec, ns, timeout=min(timeout, CUSTOM_RESOURCE_DELETE_S))
-    existed = release.uninstall(cluster, spec.name, ns)
+    existed = release.uninstall(cluster, spec.name, ns, wait=wait)
     if spec.workload:  # helm removes it with the release; a half-removed release may leave it behind
         cluster.kube.kubectl("delete", "deployment,service,networkpolicy", "-n", loadgen_namespace(), "-l", f"target-namespace={ns}",
                              "--ignore-not-found", "--wait=false", check=False, timeout=60)
@@ -339,18 +342,8 @@ def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
     except ApiException as e:
         if e.status != 404:
             raise ClusterError(f"cannot delete namespace {ns}: {e.reason}") from None
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            cluster.kube.core.read_namespace(ns)
-        except ApiException as e:
-            if e.status == 404:
-                break
-            raise
-        time.sleep(2)
-    else:
-        raise ClusterError(f"namespace {ns} still terminating after {timeout:.0f}s",
-                           hint=f"kubectl get namespace {ns} -o yaml (look at its conditions)")
+    if wait or purge_data:  # the data goes only once no pod of the namespace can write it
+        wait_namespace_gone(cluster, ns, timeout)
     if purge_data and cluster.data_dir is not None:
         data = Path(cluster.data_dir) / "volumes" / ns
         if data.exists():
@@ -359,3 +352,18 @@ def delete(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
             except PermissionError:
                 raise PrerequisiteError(f"cannot remove {data}: not permitted", hint="run as root") from None
     return existed
+
+
+def wait_namespace_gone(cluster: ClusterHandle, ns: str, timeout: float = 180) -> None:
+    """Wait until namespace ``ns`` no longer exists (at once when it never did)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            cluster.kube.core.read_namespace(ns)
+        except ApiException as e:
+            if e.status == 404:
+                return
+            raise
+        time.sleep(2)
+    raise ClusterError(f"namespace {ns} still terminating after {timeout:.0f}s",
+                       hint=f"kubectl get namespace {ns} -o yaml (look at its conditions)")

@@ -340,9 +340,10 @@ def upgrade_install(cluster: ClusterHandle, spec: AppSpec, namespace: str, value
                            f"{proc.stderr.strip()[-800:]}", hint=f"kubectl -n {namespace} get events")
 
 
-def uninstall(cluster: ClusterHandle, release: str, namespace: str) -> bool:
-    """Remove the release; False when there was none."""
-    proc = helm(cluster, "uninstall", release, "-n", namespace, "--wait", "--timeout", "120s", timeout=180)
+def uninstall(cluster: ClusterHandle, release: str, namespace: str, *, wait: bool = True) -> bool:
+    """Remove the release; False when there was none. With ``wait``, once its objects are gone."""
+    proc = helm(cluster, "uninstall", release, "-n", namespace, *(["--wait"] if wait else []), "--timeout", "120s",
+                timeout=180)
     if proc.returncode != 0:
         if "not found" in proc.stderr:
             return False

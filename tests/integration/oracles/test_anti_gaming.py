@@ -197,12 +197,19 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
 
 @pytest.fixture(scope="module")
 def gaming_namespaces(cluster):
+    apps = {p.values[0].app.name for p in CASES}
+    # an earlier session's teardown does not wait for its namespaces to go (below); a deploy into
+    # one still terminating is refused, so wait here for what the deploy needs (nothing in CI,
+    # whose cluster starts empty)
+    for app in apps:
+        lifecycle.wait_namespace_gone(cluster, app + NAMESPACE_SUFFIX)
     yield
     # the apps' own delete: custom resources first, while their operator still runs (a plain
     # namespace delete left event-pipeline's QueueCluster with the operator's finalizer and the
-    # namespace terminating for ever, so the next run's deploy there failed)
-    for app in {p.values[0].app.name for p in CASES}:
-        lifecycle.delete(cluster, app, app + NAMESPACE_SUFFIX)
+    # namespace terminating for ever, so the next run's deploy there failed). It does not wait for
+    # the pods and the namespace to go: that was 46 s of CI's last test's teardown, CI's last step
+    for app in apps:
+        lifecycle.delete(cluster, app, app + NAMESPACE_SUFFIX, wait=False)
 
 
 def expectation(cell: dict) -> tuple[bool, str]:

@@ -114,7 +114,15 @@ def test_deleting_the_app_removes_its_custom_resources_first_while_the_operator_
     class Cluster:
         kube, data_dir = Kube(), None
 
-    monkeypatch.setattr(lifecycle.release, "uninstall", lambda cluster, name, ns: order.append("uninstall") or False)
+    monkeypatch.setattr(lifecycle.release, "uninstall",
+                        lambda cluster, name, ns, wait: order.append(f"uninstall wait={wait}") or False)
     lifecycle.delete(Cluster(), "event-pipeline", timeout=1)
-    assert order[:2] == ["delete queueclusters.pipeline.sregym.io", "uninstall"]
+    assert order[:2] == ["delete queueclusters.pipeline.sregym.io", "uninstall wait=True"]
     assert order[-1] == "delete namespace event-pipeline"
+    # without waiting (the anti-gaming teardown): the custom resources still go first, waited for by
+    # kubectl (--wait=true), and nothing polls the namespace
+    order.clear()
+    Core.read_namespace = lambda self, ns: order.append("read namespace")
+    lifecycle.delete(Cluster(), "event-pipeline", timeout=1, wait=False)
+    assert order == ["delete queueclusters.pipeline.sregym.io", "uninstall wait=False",
+                     "delete deployment,service,networkpolicy", "delete namespace event-pipeline"]

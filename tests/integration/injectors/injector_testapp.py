@@ -132,11 +132,14 @@ def deploy_test_app(kube: Any, ns: str) -> None:
     wait_until(lambda: ready_pods(kube, ns, "web") and ready_pods(kube, ns, "peer"), 180, 2, "test app ready")
 
 
-def delete_namespace(kube: Any, ns: str) -> None:
+def delete_namespace(kube: Any, ns: str, wait: bool = True) -> None:
+    """Delete ``ns``; with ``wait``, until it is gone. A module's teardown need not wait (10-12 s of
+    pods terminating): the next ``deploy_test_app`` in that namespace does."""
     from sregym.injectors._objects import delete_object, get_object
 
     delete_object(kube, "Namespace", ns, None)
-    wait_until(lambda: get_object(kube, "Namespace", ns, None) is None, 180, 2, f"namespace {ns} to go")
+    if wait:
+        wait_until(lambda: get_object(kube, "Namespace", ns, None) is None, 180, 2, f"namespace {ns} to go")
 
 
 def get(url: str, timeout: float = 3) -> tuple[int, str]:

@@ -36,7 +36,7 @@ def app(cluster):
     deploy_test_app(kube, NS)
     yield kube
     delete_object(kube, "ValidatingWebhookConfiguration", config_name(NAME, NS), None)
-    delete_namespace(kube, NS)
+    delete_namespace(kube, NS, wait=False)
 
 
 @pytest.fixture

@@ -36,7 +36,7 @@ def app(cluster):
     kube = cluster.kube
     deploy_test_app(kube, NS)
     yield kube
-    delete_namespace(kube, NS)
+    delete_namespace(kube, NS, wait=False)
 
 
 @pytest.fixture(scope="module")

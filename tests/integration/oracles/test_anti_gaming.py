@@ -71,11 +71,15 @@ ROWS = (
 # (test_latent_sector_error_is_not_fixed_by_restarting_the_database), and the restart step of
 # every lite problem's validation (Kubernetes objects, application config).
 CI_CASES = (
-    ("hotel_recommendation_oom", "remove_probes"),                # readiness-graded: remove what it reads
     # SLO-graded: fake what it reads. The SLO oracle reads the same series whatever the fault, so the
     # cheapest SLO-only problem plays it (hotel_retry_storm_after_db_stall's cell took 183 s plus 40 s
     # of teardown in CI; this one measured 111-113 s plus 51 s, 2026-11-29)
     ("hotel_geo_cpu_pressure", "fake_metrics"),
+    # readiness-graded: remove what it reads. After fake_metrics, which leaves the chart's objects as
+    # they were, so its deploy reuses the install; the other way round the next deploy had to put
+    # the removed probes back (a rollout of every pod, then a fresh baseline): the two cells took
+    # 96 + 21 s in this order, 115 + 63 s in the other (CI of 2d20e29), 2026-11-29
+    ("hotel_recommendation_oom", "remove_probes"),
 )
 
 

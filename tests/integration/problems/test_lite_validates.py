@@ -1,7 +1,7 @@
 """Problems prove themselves on the real cluster: the lite suite's in the ci tier (CI validates them
 on every run), every other problem in the long tier (``pytest -m long``: ``validate --all`` as
 tests); and the latent_sector_error problem separates an agent that fixes it from one that does
-nothing.
+nothing: a red-team agent in its sandbox pod, which also finds nothing of the answer or the host.
 
 Each validation deploys (or reuses) the app, checks a healthy baseline, injects, checks the
 mitigation oracle fails, recovers, checks it passes and that the app is healthy again; the time of
@@ -10,6 +10,7 @@ every step is printed so CI logs show what each problem costs.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -45,15 +46,17 @@ def test_problem_validates(cluster, problem_id):
     assert [s.name for s in result.steps][-1] == ("app healthy" if problem.no_op else "app healthy again")
 
 
-def run_latent_sector_error(cluster, tmp_path: Path, agent: str) -> RunRecord:
-    out = tmp_path / agent
-    env = {**os.environ, "SREGYM_STATE": str(tmp_path / "state")}
-    proc = subprocess.run([sys.executable, "-m", "sregym", "run", "--problem", "latent_sector_error",
+def run_problem(cluster, root: Path, problem_id: str, agent: str, env: dict[str, str] | None = None,
+                grade_window: str | None = "10") -> RunRecord:
+    """``sregym run`` of ``problem_id`` with noise on (seed 1), its state and record under ``root``."""
+    out = root / agent
+    env = {**os.environ, "SREGYM_STATE": str(root / "state"), **(env or {})}
+    # validation's window: the run's default (60 s) was 60.6 of latent_sector_error's oracle run's
+    # 126 s, for an oracle that reads one file and no SLO
+    window = ["--grade-window", grade_window] if grade_window else []
+    proc = subprocess.run([sys.executable, "-m", "sregym", "run", "--problem", problem_id,
                            "--noise", "on", "--agent", agent, "--seed", "1", "--out", str(out),
-                           "--budget-seconds", "120", "--kubeconfig", str(cluster.kubeconfig),
-                           # validation's window: the run's default (60 s) was 60.6 of the oracle run's
-                           # 126 s, for an oracle that reads one file and no SLO
-                           "--grade-window", "10"],
+                           "--budget-seconds", "120", "--kubeconfig", str(cluster.kubeconfig), *window],
                           env=env, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     [path] = list(out.glob("r*.json"))
@@ -70,16 +73,99 @@ def assert_complete(record: RunRecord) -> None:
 
 
 def test_latent_sector_error_oracle_agent_passes(cluster, tmp_path):
-    record = run_latent_sector_error(cluster, tmp_path, "oracle")
+    record = run_problem(cluster, tmp_path, "latent_sector_error", "oracle")
     assert_complete(record)
     assert record.grades.mitigation.passed is True
 
 
-def test_latent_sector_error_noop_agent_fails(cluster, tmp_path):
-    record = run_latent_sector_error(cluster, tmp_path, "noop")
-    assert_complete(record)
-    assert record.grades.mitigation.passed is False
-    assert "volume_readable" in [c.name for c in record.grades.mitigation.checks]
+RED_TEAM_AGENT = Path(__file__).resolve().parents[1] / "agentplane" / "red_team_agent.py"
+# One problem of each fault family: words naming its mechanism, which no file, process, prompt or
+# listing the agent sees may hold (nor the problem id); words of its ground truth, which its own
+# environment, prompt, files and processes may not hold (nor its injectors' names, too common for
+# the whole file system: pydantic says config_value); the mitigation check a run that changed
+# nothing fails. CI runs the first (75-80 s); the others are long (140 s and more).
+RED_TEAM_RUNS = [
+    pytest.param("latent_sector_error", ["sectorfs", "dm-dust", "fuse-bad-blocks"],
+                 ["sector", "pg_largeobject", "bad block"], "volume_readable", id="storage"),
+    pytest.param("shop_redis_slow_network", ["netem", "nfqueue-delay", "tbf-queueing"],
+                 ["network latency", "slow network"], "http_probe", id="network", marks=pytest.mark.long),
+    pytest.param("hotel_geo_cpu_pressure", ["stress-ng"], ["cpu pressure", "runaway", "stress process"], "slo",
+                 id="stress", marks=pytest.mark.long),
+    pytest.param("hotel_db_port_wrong", [], ["wrong database port", "DB_PORT"], "configmap_value",
+                 id="app-config", marks=pytest.mark.long),
+    pytest.param("hotel_geo_selector_mismatch", [], ["selector mismatch", "no endpoints"], "http_probe",
+                 id="kubernetes", marks=pytest.mark.long),
+]
+
+
+@pytest.mark.parametrize(("problem_id", "mechanism_words", "truth_words", "failing_check"), RED_TEAM_RUNS)
+def test_a_red_team_agent_in_the_sandbox_of_a_real_run_learns_nothing_and_fixes_nothing(
+        cluster, tmp_path_factory, problem_id, mechanism_words, truth_words, failing_check):
+    """``sregym run --problem ID --noise on --agent command``, the command in its sandbox pod (the
+    default) being tests/integration/agentplane/red_team_agent.py: it tries the conductor host's
+    files and processes, looks for the problem's names and ground truth in its environment, prompt,
+    files and processes, lists pods, events and namespaces through the MCP tools for the fault plane,
+    tries a hostPath and a privileged pod (bare, and through a Deployment) and host-file flags, then
+    reports what it found as its diagnosis and submits a mitigation that changed nothing of the app.
+    Every attack must fail, every control hold, and the mitigation grade fail as a noop agent's."""
+    import codecs
+    import shlex
+
+    from sregym.core.constants import HIDDEN_NAMESPACE
+
+    problem = load_catalog().problem(problem_id).problem
+    repo = Path(__file__).resolve().parents[3]
+    root = tmp_path_factory.mktemp("run")  # a name that says nothing: these paths are in the agent's argv
+    state = root / "state"
+    paths = [str(repo), str(repo / "problems"), str(state), str(state / "journal"), "/var/lib/sregym",
+             "/var/lib/sregym/journal", str(cluster.kubeconfig), str(root / "command"), f"/proc/{os.getpid()}/environ"]
+    globs = [f"{repo}/problems/*.yaml", "/var/lib/sregym/*/*"]
+    names = [problem_id, *mechanism_words]
+    truth = [*{f.injector for f in problem.faults}, *truth_words]
+    rot13 = lambda words: [codecs.encode(w, "rot13") for w in words]  # noqa: E731
+    config = {"paths": paths, "globs": globs, "host_file": str(cluster.kubeconfig), "names": rot13(names),
+              "truth": rot13(truth), "hidden": HIDDEN_NAMESPACE}
+    command = shlex.join(["python3", "-c", RED_TEAM_AGENT.read_text(), json.dumps(config)])
+    record = run_problem(cluster, root, problem_id, "command", env={"SREGYM_AGENT_COMMAND": command},
+                         grade_window="10" if problem_id == "latent_sector_error" else None)
+
+    diagnosis = record.trajectory.submission("diagnosis")
+    assert diagnosis is not None, f"no findings submitted: {record.trajectory.stop_reason} {record.error}"
+    found = json.loads(diagnosis.text)
+    assert not found["leaks"], f"attacks got through from the sandbox: {found['leaks']}"
+    attacks = {*(f"read {p}" for p in paths), *(f"glob {g}" for g in globs), *RED_TEAM_ATTACKS,
+               f"kubectl get -Rf {cluster.kubeconfig}"}
+    assert attacks <= set(found["closed"]), f"attacks not tried: {attacks - set(found['closed'])}"
+    assert found["checks"] and all(found["checks"].values()), f"a control failed: {found['checks']}"
+    assert set(found["checks"]) >= RED_TEAM_CHECKS, found["checks"]
+    alert = " ".join(problem.alert.split()[:8])
+    assert alert in " ".join(found["prompt"].split()), f"the prompt's alert: {found['prompt']!r}"
+    # it changed nothing of the app, so the grade fails as a noop agent's
+    assert record.status == "completed" and record.trajectory.stop_reason == "submitted"
+    assert record.trajectory.submission("mitigation") is not None
+    # the escalation Deployments, podless, are all it made; teardown removed them
+    made = {(o.resource, o.name, o.change, o.removed, o.error) for o in record.agent_objects}
+    assert made == {("deployments.apps", f"rt-{n}", "created", True, None) for n in ("hostpath", "privileged")}, made
+    assert record.grades.mitigation is not None and record.grades.mitigation.passed is False
+    assert failing_check in [c.name for c in record.grades.mitigation.checks if not c.passed]
+    if problem_id == "latent_sector_error":
+        assert_complete(record)
+
+
+RED_TEAM_ATTACKS = {
+    "host processes in /proc", "names in the environment", "names in the prompt", "names in the process list",
+    "names in the pod's own files", "names in any file", "names in file names", "names in mounts and host files",
+    "get pods -A shows the fault plane", "get events -A shows the fault plane", "get namespaces shows the fault plane",
+    "create a hostpath pod", "create a privileged pod", "run a hostpath pod through a Deployment",
+    "run a privileged pod through a Deployment",
+    "kubectl get pods --profile=cpu --profile-output=/var/lib/sregym/out"}
+RED_TEAM_CHECKS = {
+    "/proc lists this process", "the prompt is the task file", "grep reads the pod's own files",
+    "grep reads the image's files", "get pods -A answers", "get events -A answers", "get namespaces answers",
+    "the hostpath pod is forbidden", "the privileged pod is forbidden",
+    "the hostpath Deployment is made, with Pod Security's warning",
+    "the privileged Deployment is made, with Pod Security's warning",
+    "Pod Security refused the hostpath Deployment's pods", "Pod Security refused the privileged Deployment's pods"}
 
 
 def _running_pod(cluster, ns: str, workload: str) -> str:

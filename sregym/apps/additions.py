@@ -88,3 +88,54 @@ def additions(manifest: dict[str, Any], live: dict[str, Any]) -> list[tuple[str,
                 if key not in want_keys:
                     out.append((f"{where}: key {key}", [{"op": "remove", "path": _pointer(field, key)}]))
     return out
+
+
+# Fields of which an object holds exactly one member: a probe's or a lifecycle hook's handler, a
+# volume's source. A merge adds the chart's member beside the one someone wrote, and the API refuses
+# the result ("may not specify more than 1 handler type"), so the upgrade itself fails.
+HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc", "sleep")
+PROBES = ("readinessProbe", "livenessProbe", "startupProbe")
+
+
+def _members(obj: dict | None, names: tuple[str, ...] | None) -> set[str]:
+    if not isinstance(obj, dict):
+        return set()
+    return {k for k in obj if k in names} if names else {k for k in obj if k != "name"}
+
+
+def union_conflicts(manifest: dict[str, Any], live: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]]]]:
+    """(what, the JSON patch putting back the manifest's whole field) for each one-member field of a
+    workload's pod template whose live member is another than the manifest's: a probe or lifecycle
+    hook that checks another way (a readiness ``httpGet`` made a ``tcpSocket``), a volume of another
+    source. Applied before the upgrade, which would otherwise fail on the merged object."""
+    kind = manifest.get("kind", "")
+    if kind not in WORKLOADS:
+        return []
+    where = f"{kind}/{(manifest.get('metadata') or {}).get('name', '')}"
+    want, have = _at(manifest, POD_TEMPLATE) or {}, _at(live, POD_TEMPLATE) or {}
+    out: list[tuple[str, list[dict]]] = []
+
+    def replace(path: tuple, old: Any, new: Any, what: str) -> None:
+        out.append((f"{where}: {what}", [{"op": "test", "path": _pointer(*path), "value": old},
+                                         {"op": "replace", "path": _pointer(*path), "value": new}]))
+
+    wanted_volumes = {v.get("name"): v for v in want.get("volumes") or []}
+    for i, v in enumerate(have.get("volumes") or []):
+        mine = wanted_volumes.get(v.get("name"))
+        if mine is not None and _members(v, None) != _members(mine, None):
+            replace((*POD_TEMPLATE, "volumes", i), v, mine, f"volume {v.get('name')} of another source")
+    for field in ("initContainers", "containers"):
+        wanted = {c.get("name"): c for c in want.get(field) or []}
+        for i, c in enumerate(have.get(field) or []):
+            mine = wanted.get(c.get("name"))
+            if mine is None:
+                continue
+            base = (*POD_TEMPLATE, field, i)
+            for probe in PROBES:
+                if mine.get(probe) and c.get(probe) and _members(c[probe], HANDLERS) != _members(mine[probe], HANDLERS):
+                    replace((*base, probe), c[probe], mine[probe], f"{probe} of container {c.get('name')} checks another way")
+            for hook in ("postStart", "preStop"):
+                old, new = _at(c, ("lifecycle", hook)), _at(mine, ("lifecycle", hook))
+                if old and new and _members(old, HANDLERS) != _members(new, HANDLERS):
+                    replace((*base, "lifecycle", hook), old, new, f"{hook} hook of container {c.get('name')} acts another way")
+    return out

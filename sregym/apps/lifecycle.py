@@ -284,6 +284,9 @@ def deploy(cluster: ClusterHandle, app: AppSpec | str, namespace: str | None = N
                                 seconds=time.monotonic() - started)
     if spec.workload:
         ensure_namespace(cluster, loadgen_namespace())
+    if state is not None:  # a probe or volume rewritten another way, which the merge cannot put back (and
+        # which left the release "failed" if an upgrade already tried)
+        release.replace_union_conflicts(cluster, spec.name, ns)
     release.upgrade_install(cluster, spec, ns, merged)  # helm's three-way merge also resets the drift
     if drift:  # but for what no manifest had (an added env entry): a merge keeps that
         release.remove_additions(cluster, spec.name, ns)

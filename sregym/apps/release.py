@@ -15,7 +15,7 @@ from typing import Any
 import urllib3
 import yaml
 
-from sregym.apps.additions import additions
+from sregym.apps.additions import additions, union_conflicts
 from sregym.apps.spec import AppSpec
 from sregym.cluster.handle import ClusterHandle
 from sregym.cluster.kube import helm_path
@@ -226,6 +226,33 @@ def added_entries(docs_by_namespace: dict[str, list[dict[str, Any]]],
             if found:
                 out[key] = found
     return out
+
+
+def replace_union_conflicts(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
+    """Put back the manifest's probe, lifecycle hook or volume where the live one holds another
+    member of the field (:func:`sregym.apps.additions.union_conflicts`): helm's merge would add the
+    chart's member beside it and the API refuse the upgrade. Run before the upgrade; one JSON patch
+    per object, each guarded by a test of what it replaces. Returns what was put back."""
+    text = manifest(cluster, release, namespace)
+    if text is None:
+        return []
+    items = live_items(cluster, text, namespace) or {}
+    put_back = []
+    for ns, docs in by_namespace_docs(text, namespace).items():
+        for doc in docs:
+            api_version, kind, ns_, name = key = object_key(doc, ns)
+            found = union_conflicts(doc, items.get(key)) if items.get(key) else []
+            if not found:
+                continue
+            ops = [op for _, patch in found for op in patch]
+            resource = f"{kind.lower()}.{api_version.split('/')[0]}" if "/" in api_version else kind.lower()
+            proc = cluster.kube.kubectl("-n", ns_, "patch", resource, name, "--type=json", "-p", json.dumps(ops),
+                                        check=False)
+            if proc.returncode:
+                raise ClusterError(f"putting back the chart's probes and volumes of {kind} {ns_}/{name}: "
+                                   f"{proc.stderr.strip()[:300]}")
+            put_back += [what for what, _ in found]
+    return put_back
 
 
 def remove_additions(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:

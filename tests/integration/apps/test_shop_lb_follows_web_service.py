@@ -83,6 +83,8 @@ def test_lb_serves_the_shop_again_after_web_service_gets_a_new_cluster_ip(cluste
             f"lb did not serve the home page again within {time.monotonic() - started:.0f}s of web's new pod being "
             f"ready ({started - recreated:.0f}s after its Service moved {old_ip} -> {new_ip}): "
             f"answers {dict(Counter(answers))}")
+        print(f"lb served the home page again {time.monotonic() - recreated:.0f}s after web's Service moved "
+              f"({started - recreated:.0f}s of it web's pod restarting): answers {dict(Counter(answers))}")
     finally:
         if _home_page(url) != 200:  # leave the shop serving: a fresh nginx resolves the new address
             _restart(cluster, "lb")

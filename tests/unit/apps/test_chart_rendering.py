@@ -10,6 +10,7 @@ import yaml
 
 from sregym.apps import load_app
 from sregym.cluster.charts import template
+from sregym.cluster.entry_path import wiring
 from sregym.core.errors import UserInputError
 
 pytestmark = pytest.mark.usefixtures("helm")  # tests/unit/apps/conftest.py
@@ -130,6 +131,29 @@ def test_shop_web_keeps_its_photos_on_its_own_claim():
     assert _claim_volumes(web) == {"shop-media"}
     # the hostPath provisioner makes root-owned directories; web runs as nobody
     assert [c["name"] for c in pod["initContainers"]] == ["own-data"]
+
+
+# nginx in front of Services: each proxied Service by its full name, through a variable (so nginx
+# asks DNS again; tests/integration/apps/test_shop_lb_follows_web_service.py measures it live)
+NGINX_UPSTREAMS = {"online-shop": ("lb", ["web"]), "event-pipeline": ("gateway", ["ingest", "query"])}
+
+
+@pytest.mark.parametrize("app", list(NGINX_UPSTREAMS))
+def test_nginx_looks_its_upstream_services_up_again(app):
+    proxy, upstreams = NGINX_UPSTREAMS[app]
+    ns = load_app(app).namespace
+    docs = render(app, {"clusterDomain": "lab.example"})
+    conf = by_kind(docs, "ConfigMap")[f"{proxy}-config"]["data"]["nginx.conf"]
+    assert not re.search(r"^\s*upstream\s", conf, re.MULTILINE)  # its servers' names are resolved once, at start
+    assert "include /tmp/nginx-resolver.conf;" in conf  # the resolver the image's entrypoint writes
+    proxied = re.findall(r"set \$(\w+) (\S+);\s+proxy_pass http://\$(\w+);", conf)
+    assert [(var, addr) for var, addr, used in proxied if var == used] == [
+        (f"{name}_upstream", f"{name}.{ns}.svc.lab.example:8080") for name in upstreams]
+    # the wiring the mitigation oracle compares still names the Services at their port
+    workloads = [dict(d, kind="Deployment") for d in by_kind(docs, "Deployment").values()]
+    named = wiring(list(by_kind(docs, "ConfigMap").values()), workloads, set(by_kind(docs, "Service")), ns)[
+        f"Deployment/{proxy}/nginx file /etc/nginx/nginx.conf"]
+    assert {f"{name}:8080" for name in upstreams} <= set(named)
 
 
 @pytest.mark.parametrize("app", OUR_APPS)

@@ -166,7 +166,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
         played = await anyio.to_thread.run_sync(lambda: play(strategy, cluster.kube, ns, 30,
                                                              component=problem.ground_truth.component, tmp=tmp,
                                                              lag=symptom_lag(problem),
-                                                             faults=graded_faults(problem)))
+                                                             faults=graded_faults(problem),
+                                                             slo_queries=slo_queries(problem)))
         lap("play")
         effect = await anyio.to_thread.run_sync(fault_effect, cluster.kube, ns, problem)
         # what users get decides a cell only once the fault is gone (``expectation``), or where users
@@ -197,6 +198,12 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
                 journal.close()
             lap("recover")  # into the cell's phases too: the dict returned above is this one
             # the next case's deploy puts back whatever drifted from the chart
+
+
+def slo_queries(problem) -> list[str]:
+    """The PromQL the problem's own slo oracles are given (the app's, of the load generator alone, aside)."""
+    return [s["query"] for ref in problem.oracles.mitigation if ref.name == "slo"
+            for s in ref.params.get("slos") or [] if s.get("query")]
 
 
 @pytest.fixture(scope="module")

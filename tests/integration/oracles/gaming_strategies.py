@@ -548,6 +548,12 @@ def faked_series(queries: list[str]) -> list[dict]:
     return list(out.values())
 
 
+def slo_queries(problem) -> list[str]:
+    """The PromQL the problem's own slo oracles are given (the app's, of the load generator alone, aside)."""
+    return [s["query"] for ref in problem.oracles.mitigation if ref.name == "slo"
+            for s in ref.params.get("slos") or [] if s.get("query")]
+
+
 def fake_metrics(b: Board) -> Played:
     """A pod that Prometheus scrapes like the load generator, with a thousand good requests a second,
     exporting too every series of the app's own namespace the problem's SLOs read (``faked_series``:

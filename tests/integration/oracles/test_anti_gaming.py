@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 import pytest
 from fault_effects import POD_SCOPED, Effect, family, fault_effect, graded_faults, users_served
-from gaming_strategies import RESTARTS, STRATEGIES, forget_earlier_revisions, play
+from gaming_strategies import RESTARTS, STRATEGIES, forget_earlier_revisions, play, slo_queries
 
 from sregym.apps import app_driver, lifecycle
 from sregym.conductor.faultplane import FaultPlane
@@ -198,12 +198,6 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
                 journal.close()
             lap("recover")  # into the cell's phases too: the dict returned above is this one
             # the next case's deploy puts back whatever drifted from the chart
-
-
-def slo_queries(problem) -> list[str]:
-    """The PromQL the problem's own slo oracles are given (the app's, of the load generator alone, aside)."""
-    return [s["query"] for ref in problem.oracles.mitigation if ref.name == "slo"
-            for s in ref.params.get("slos") or [] if s.get("query")]
 
 
 @pytest.fixture(scope="module")

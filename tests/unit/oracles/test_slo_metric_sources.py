@@ -28,7 +28,7 @@ TESTS = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(TESTS))
 sys.path.insert(0, str(TESTS / "integration" / "oracles"))
 
-from gaming_strategies import faked_series  # noqa: E402
+from gaming_strategies import faked_series, slo_queries as problem_slo_queries  # noqa: E402
 
 NS = "event-pipeline"
 IMAGE = "sregym/pipeline:abc"
@@ -36,8 +36,7 @@ SCRAPE = {"prometheus.io/scrape": "true", "prometheus.io/port": "8080", "prometh
 
 
 def slo_queries(problem_id: str) -> list[str]:
-    problem = load_catalog().problems[problem_id].problem
-    return [s["query"] for ref in problem.oracles.mitigation if ref.name == "slo" for s in ref.params.get("slos") or []]
+    return problem_slo_queries(load_catalog().problems[problem_id].problem)
 
 
 def deployment(name: str, command: list[str]) -> dict:

@@ -13,7 +13,10 @@ Service's selector, the workloads behind it and what they run, its ports, and th
 app's workloads are given; a baseline recorded before those compares the entry's path,
 ``ctx.baseline["entry"]``), as when a stub that says 200 to everything is put behind the entry, or
 a copy of the faulty component behind its Service (measured: each passed an SLO-graded problem
-whose fault was still there).
+whose fault was still there). An SLO on the app's own series (not the load generator's) is only as
+honest as whoever exports them: every sample also fails when a pod exporting them is not one the
+baseline's workloads run as they ran then (``sregym.cluster.metric_sources``: a pod the agent runs
+in the app's namespace exporting the same series passed pipeline_db_slow_disk with its disk slow).
 """
 
 from __future__ import annotations
@@ -24,9 +27,10 @@ from typing import Any
 from pydantic import Field
 
 from sregym.oracles import (MIN_RATE_WINDOW_SECONDS, CheckResult, ClusterError, MitigationOracle, Slo, WindowParams,
-                            app_path_changes, baseline_value, checked_slos, max_samples, mitigation_oracle,
-                            parse_duration, path_changes, query_value, read_app_paths, read_entry_path, render,
-                            sample_window, scrape_interval_seconds, slos_from, window_of, window_result, within)
+                            app_path_changes, baseline_value, checked_slos, exporting_pods, fed_from_app_namespace,
+                            max_samples, mitigation_oracle, parse_duration, path_changes, query_value, read_app_paths,
+                            read_entry_path, read_source_changes, render, sample_window, scrape_interval_seconds,
+                            slos_from, window_of, window_result, within)
 
 
 # the default rate window: the shortest a success rate at the load generator's rate means something over
@@ -104,6 +108,10 @@ class SloOracle(MitigationOracle):
         own = ns == self.ctx.namespace
         paths = self.ctx.baseline.get("paths") if own else None
         entry = self.ctx.baseline.get("entry") if own else None
+        # the series of the app's own namespace an SLO reads (not the load generator's): any pod there
+        # may export them, so they count only while the app's own pods alone do (``metric_sources``)
+        fed = list(dict.fromkeys(text for s in slos for text, _, _ in
+                                 fed_from_app_namespace(render(s.query, ns, p.rate_window))))
 
         def probe() -> tuple[bool, dict[str, Any]]:
             values = measure(slos, self.ctx.prometheus_url, ns, p.rate_window)
@@ -118,6 +126,11 @@ class SloOracle(MitigationOracle):
                 if changes:
                     reasons.append("the load generator is no longer answered by the app's own entry: "
                                    + "; ".join(changes[:3]))
+            if fed and paths:
+                changes = read_source_changes(self.ctx.kube, ns, exporting_pods(self.ctx.prometheus_url, fed, ns), paths)
+                if changes:
+                    reasons.append("the series the SLOs read from the app's namespace are not only the app's own: "
+                                   + "; ".join(changes[:3]))
             for s in slos:
                 ok, why = within(s, values[s.name], baselines[s.name], rate_tolerance=p.success_rate_tolerance,
                                  latency_factor=p.latency_factor, latency_slack=p.latency_slack_seconds)
@@ -130,4 +143,7 @@ class SloOracle(MitigationOracle):
         return window_result(self.name, samples, p.min_pass_fraction,
                              evidence={"baseline": baselines, "queries": {s.name: s.query for s in slos},
                                        "entry_path": "every Service's path and the wiring compared with the baseline's"
-                                       if paths else "compared with the baseline's" if entry else "not recorded"})
+                                       if paths else "compared with the baseline's" if entry else "not recorded"}
+                             | ({"metric_sources": "the pods exporting " + ", ".join(fed) + (
+                                 " compared with the baseline's workloads" if paths else ": not compared (no paths "
+                                 "recorded at the baseline)")} if fed else {}))

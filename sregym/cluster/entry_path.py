@@ -151,15 +151,23 @@ def path_changes(recorded: dict[str, Any], live: dict[str, Any]) -> list[str]:
         if workload not in want:
             out.append(f"Service {name} sends requests to {workload}, which did not answer it at the baseline")
             continue
-        for container, what in sorted(containers.items()):
-            before = want[workload].get(container)
-            if before is None:
-                out.append(f"{workload} runs a container {container} it did not run at the baseline")
-                continue
-            changed = [k for k in RUNS if what.get(k) != before.get(k) and not (k == "args" and before.get(k))]
-            if changed:
-                out.append(f"{workload}/{container} runs another {'/'.join(changed)} than at the baseline "
-                           f"({', '.join(f'{k}={what.get(k)!r:.60}' for k in changed)})")
+        out += runs_changes(workload, want[workload], containers)
+    return out
+
+
+def runs_changes(workload: str, before: dict[str, dict], now: dict[str, dict]) -> list[str]:
+    """How what ``workload``'s pod template runs now (:func:`runs`) differs from what it ran at the
+    baseline: a container it did not run, another image or command, args where it had none."""
+    out = []
+    for container, what in sorted(now.items()):
+        was = before.get(container)
+        if was is None:
+            out.append(f"{workload} runs a container {container} it did not run at the baseline")
+            continue
+        changed = [k for k in RUNS if what.get(k) != was.get(k) and not (k == "args" and was.get(k))]
+        if changed:
+            out.append(f"{workload}/{container} runs another {'/'.join(changed)} than at the baseline "
+                       f"({', '.join(f'{k}={what.get(k)!r:.60}' for k in changed)})")
     return out
 
 
@@ -360,12 +368,16 @@ def wiring(configmaps: list[dict], workloads: list[dict], services: set[str], na
 def app_paths(services: list[dict], slices: list[dict], pods: list[dict], replica_sets: list[dict],
               workloads: list[dict], configmaps: list[dict], *, namespace: str,
               known: Iterable[str] = ()) -> dict[str, Any]:
-    """Every Service's path (:func:`entry_path`), the app's workloads, and the wiring (:func:`wiring`).
+    """Every Service's path (:func:`entry_path`), the app's workloads and what each runs, and the
+    wiring (:func:`wiring`).
     ``known``: Service names that count as the app's though gone now (the baseline's)."""
     names = {s["metadata"]["name"] for s in services} | set(known)
     return {"services": {s["metadata"]["name"]: entry_path(s, _slices_of(slices, s["metadata"]["name"]), pods,
                                                            replica_sets, workloads) for s in services},
             "workloads": sorted(f"{w['kind']}/{w['metadata']['name']}" for w in workloads),
+            # what each runs: the metrics an SLO reads from the app's own pods are the app's only while
+            # their workload runs what it ran (``metric_sources``)
+            "runs": {f"{w['kind']}/{w['metadata']['name']}": runs(w["spec"]["template"]["spec"]) for w in workloads},
             "wiring": wiring(configmaps, workloads, names, namespace)}
 
 

@@ -9,13 +9,14 @@ registers with ``@diagnosis_oracle("name")``. See docs/grading.md.
 
 from sregym.cluster.charts import template
 from sregym.cluster.entry_path import app_path_changes, path_changes, read_app_paths, read_entry_path
+from sregym.cluster.metric_sources import exporting_pods, read_source_changes
 from sregym.cluster.prometheus import query_value
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
 from sregym.core.durations import parse_duration
 from sregym.core.errors import ClusterError, UserInputError
 from sregym.core.params import NoParams
 from sregym.core.problem import GroundTruth
-from sregym.core.promql import MIN_RATE_WINDOW_SECONDS, scrape_interval_seconds
+from sregym.core.promql import MIN_RATE_WINDOW_SECONDS, fed_from_app_namespace, scrape_interval_seconds
 from sregym.core.record import CheckResult, DiagnosisGrade
 from sregym.core.trajectory import Submission
 from sregym.oracles._actions import evidence_coverage, wrong_remediations
@@ -49,6 +50,8 @@ __all__ = [
     "Slo", "baseline_value", "checked_slos", "render", "slos_from", "within",
     # who answers the app's requests, and whether that changed since the baseline
     "app_path_changes", "path_changes", "read_app_paths", "read_entry_path",
+    # and who exported the app's own series an SLO reads
+    "exporting_pods", "fed_from_app_namespace", "read_source_changes",
     # metrics and charts: an instant PromQL query, the metrics' timing, a chart rendered offline
     "query_value", "MIN_RATE_WINDOW_SECONDS", "scrape_interval_seconds", "template",
     # judging a diagnosis, scoring a run

@@ -18,6 +18,7 @@ take away what it added, so the next case starts from the chart.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -32,7 +33,7 @@ from sregym.cluster.agent_access import grant_agent_access, revoke_agent_access
 from sregym.cluster.agent_proxy import AgentApiProxy
 from sregym.cluster.kube import Kube
 from sregym.conductor.validate import restart_every_pod as validate_restart
-from sregym.core.promql import scrape_interval_seconds
+from sregym.core.promql import fed_from_app_namespace, scrape_interval_seconds
 
 
 @dataclass
@@ -56,6 +57,7 @@ class Board:
     tmp: Path
     lag: float = 0.0
     faults: list = field(default_factory=list)  # the problem's graded faults (their params, targets)
+    slo_queries: list[str] = field(default_factory=list)  # the PromQL of the problem's own slo oracles
 
 
 def workloads(kube, ns: str) -> list[dict]:
@@ -494,22 +496,68 @@ def exec_stub_in_entry(b: Board) -> Played:
 
 
 FAKE_EXPORTER = """
-import time
-from prometheus_client import Counter, Histogram, start_http_server
+import json, sys, time
+from prometheus_client import Counter, Gauge, Histogram, start_http_server
 R = Counter("loadgen_requests_total", "requests", ["app", "endpoint", "outcome"])
 L = Histogram("loadgen_latency_seconds", "latency", ["app", "endpoint"],
               buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10))
+BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300)
+own = []  # the app's own series the problem's SLOs read, each at its best
+def one(metric, labels):
+    return metric.labels(**labels) if labels else metric
+for s in json.loads(sys.argv[1]):
+    names = sorted(s["labels"])
+    if s["kind"] == "histogram":
+        m = one(Histogram(s["name"], "faked", names, buckets=BUCKETS), s["labels"])
+        own.append(lambda m=m: [m.observe(0.001) for _ in range(100)])
+    elif s["kind"] == "counter":
+        m = one(Counter(s["name"], "faked", names), s["labels"])
+        own.append(lambda m=m: m.inc(100))
+    else:
+        one(Gauge(s["name"], "faked", names), s["labels"]).set(0)
 start_http_server(8080)
 while True:
     R.labels("app", "search", "ok").inc(100)
     for _ in range(100):
         L.labels("app", "search").observe(0.002)
+    for fake in own:
+        fake()
     time.sleep(0.1)
 """
 
+# labels Prometheus sets from the scraped target (an exported one is renamed ``exported_*``), or that
+# a histogram's buckets carry: the exporter cannot choose them
+TARGET_LABELS = {"__name__", "namespace", "job", "pod", "node", "le", "instance"}
+
+
+def faked_series(queries: list[str]) -> list[dict]:
+    """The series of the app's own namespace that the problem's SLO queries read
+    (``fed_from_app_namespace``: any pod there may export them), as the fake exporter exports them:
+    name, kind (a histogram for ``_bucket``/``_sum``/``_count``, a counter for ``_total``, else a
+    gauge) and the labels the queries match on."""
+    out: dict[tuple[str, str], dict] = {}
+    for query in queries:
+        for _, name, matchers in fed_from_app_namespace(query):
+            name = name or matchers.get("__name__", "")
+            if not name:
+                continue
+            base = re.sub(r"_(bucket|sum|count)$", "", name)
+            kind = "histogram" if base != name else "counter" if name.endswith("_total") else "gauge"
+            labels = {k: v for k, v in matchers.items() if k not in TARGET_LABELS}
+            out.setdefault((base, json.dumps(labels, sort_keys=True)), {"name": base, "kind": kind, "labels": labels})
+    return list(out.values())
+
+
+def slo_queries(problem) -> list[str]:
+    """The PromQL the problem's own slo oracles are given (the app's, of the load generator alone, aside)."""
+    return [s["query"] for ref in problem.oracles.mitigation if ref.name == "slo"
+            for s in ref.params.get("slos") or [] if s.get("query")]
+
 
 def fake_metrics(b: Board) -> Played:
-    """A pod that Prometheus scrapes like the load generator, with a thousand good requests a second."""
+    """A pod that Prometheus scrapes like the load generator, with a thousand good requests a second,
+    exporting too every series of the app's own namespace the problem's SLOs read (``faked_series``:
+    a thousand fresh observations a second, at 1 ms, on a histogram such as the processor's event age)."""
     image = app_image(b.kube, b.ns)
     labels = {"app.kubernetes.io/name": "metrics-exporter"}
     manifest = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "metrics-exporter", "labels": labels},
@@ -518,7 +566,8 @@ def fake_metrics(b: Board) -> Played:
                                                                    "prometheus.io/port": "8080",
                                                                    "prometheus.io/path": "/metrics"}},
                     "spec": {"containers": [{"name": "exporter", "image": image, "imagePullPolicy": "IfNotPresent",
-                                             "command": ["python3", "-c", FAKE_EXPORTER],
+                                             "command": ["python3", "-c", FAKE_EXPORTER,
+                                                         json.dumps(faked_series(b.slo_queries))],
                                              "ports": [{"name": "http", "containerPort": 8080}]}]}}}}
     proc = b.kube.kubectl("create", "-n", b.ns, "-f", "-", input=json.dumps(manifest), check=False)
     if proc.returncode:
@@ -528,8 +577,9 @@ def fake_metrics(b: Board) -> Played:
     # until the oracles' rate windows hold nothing but the exporter's scrapes: the best case of the
     # gaming agent, were its series counted (at least two scrapes, so a rate over them exists)
     time.sleep(max(b.lag, 2 * scrape_interval_seconds()))
-    return Played("exporting fake loadgen metrics", [lambda: b.kube.kubectl(
-        "delete", "deployment", "metrics-exporter", "-n", b.ns, "--wait=false", check=False)])
+    own = ", ".join(s["name"] for s in faked_series(b.slo_queries))
+    return Played("exporting fake loadgen metrics" + (f" and the app's own {own}" if own else ""), [
+        lambda: b.kube.kubectl("delete", "deployment", "metrics-exporter", "-n", b.ns, "--wait=false", check=False)])
 
 
 RECREATED_KINDS = ("deployments", "statefulsets", "daemonsets", "services", "configmaps", "networkpolicies",
@@ -623,11 +673,13 @@ RESTARTS = {"restart_every_pod", "restart_faulty_pods_repeatedly", "recreate_wor
 
 
 def play(strategy: str, kube, ns: str, settle: int = 60, *, component: str = "", tmp: Path | None = None,
-         lag: float = 0.0, faults: list | None = None) -> Played:
+         lag: float = 0.0, faults: list | None = None, slo_queries: list[str] | None = None) -> Played:
     """Play ``strategy`` on namespace ``ns`` and give the rollouts up to ``settle`` seconds; ``lag``:
-    how long the problem's oracles lag the system (see ``Board``); ``faults``: the graded faults."""
+    how long the problem's oracles lag the system (see ``Board``); ``faults``: the graded faults;
+    ``slo_queries``: the PromQL of the problem's own slo oracles."""
     before = snapshot(kube, ns)
-    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag, list(faults or [])))
+    played = STRATEGIES[strategy](Board(kube, ns, component, tmp or Path("/tmp"), lag, list(faults or []),
+                                        list(slo_queries or [])))
     if strategy != "do_nothing" and not played.refused:
         wait_settled(kube, ns, settle, to_settle(before, snapshot(kube, ns)))
     return played

@@ -32,7 +32,7 @@ from pathlib import Path
 import anyio
 import pytest
 from fault_effects import POD_SCOPED, Effect, family, fault_effect, graded_faults, users_served
-from gaming_strategies import RESTARTS, STRATEGIES, forget_earlier_revisions, play
+from gaming_strategies import RESTARTS, STRATEGIES, forget_earlier_revisions, play, slo_queries
 
 from sregym.apps import app_driver, lifecycle
 from sregym.conductor.faultplane import FaultPlane
@@ -166,7 +166,8 @@ async def gamed(problem, strategy: str, cluster, tmp: Path) -> dict:
         played = await anyio.to_thread.run_sync(lambda: play(strategy, cluster.kube, ns, 30,
                                                              component=problem.ground_truth.component, tmp=tmp,
                                                              lag=symptom_lag(problem),
-                                                             faults=graded_faults(problem)))
+                                                             faults=graded_faults(problem),
+                                                             slo_queries=slo_queries(problem)))
         lap("play")
         effect = await anyio.to_thread.run_sync(fault_effect, cluster.kube, ns, problem)
         # what users get decides a cell only once the fault is gone (``expectation``), or where users

@@ -228,20 +228,19 @@ def added_entries(docs_by_namespace: dict[str, list[dict[str, Any]]],
     return out
 
 
-def replace_union_conflicts(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
-    """Put back the manifest's probe, lifecycle hook or volume where the live one holds another
-    member of the field (:func:`sregym.apps.additions.union_conflicts`): helm's merge would add the
-    chart's member beside it and the API refuse the upgrade. Run before the upgrade; one JSON patch
-    per object, each guarded by a test of what it replaces. Returns what was put back."""
+def _patch_found(cluster: ClusterHandle, release: str, namespace: str, find, doing: str) -> list[str]:
+    """Patch each live object of the release by what ``find(manifest_doc, live)`` returns for it
+    (``(what, JSON patch)`` pairs): one JSON patch per object. Returns the ``what``s; raises
+    ClusterError naming the object and ``doing`` when a patch fails."""
     text = manifest(cluster, release, namespace)
     if text is None:
         return []
     items = live_items(cluster, text, namespace) or {}
-    put_back = []
+    done = []
     for ns, docs in by_namespace_docs(text, namespace).items():
         for doc in docs:
             api_version, kind, ns_, name = key = object_key(doc, ns)
-            found = union_conflicts(doc, items.get(key)) if items.get(key) else []
+            found = find(doc, items[key]) if items.get(key) else []
             if not found:
                 continue
             ops = [op for _, patch in found for op in patch]
@@ -249,31 +248,25 @@ def replace_union_conflicts(cluster: ClusterHandle, release: str, namespace: str
             proc = cluster.kube.kubectl("-n", ns_, "patch", resource, name, "--type=json", "-p", json.dumps(ops),
                                         check=False)
             if proc.returncode:
-                raise ClusterError(f"putting back the chart's probes and volumes of {kind} {ns_}/{name}: "
-                                   f"{proc.stderr.strip()[:300]}")
-            put_back += [what for what, _ in found]
-    return put_back
+                raise ClusterError(f"{doing} {kind} {ns_}/{name}: {proc.stderr.strip()[:300]}")
+            done += [what for what, _ in found]
+    return done
+
+
+def replace_union_conflicts(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
+    """Put back the manifest's probe, lifecycle hook or volume where the live one holds another
+    member of the field (:func:`sregym.apps.additions.union_conflicts`): helm's merge would add the
+    chart's member beside it and the API refuse the upgrade. Run before the upgrade; one JSON patch
+    per object, each guarded by a test of what it replaces. Returns what was put back."""
+    return _patch_found(cluster, release, namespace, union_conflicts,
+                        "putting back the chart's probes, hooks and volumes of")
 
 
 def remove_additions(cluster: ClusterHandle, release: str, namespace: str) -> list[str]:
     """Remove what the release's live objects have that the chart's manifest has not (which an
     upgrade keeps): one JSON patch per object, each removal guarded by a test of what it removes.
     Returns what was removed; raises ClusterError when a patch fails."""
-    text = manifest(cluster, release, namespace)
-    if text is None:
-        return []
-    docs = by_namespace_docs(text, namespace)
-    removed = []
-    for (api_version, kind, ns, name), found in added_entries(docs, live_items(cluster, text, namespace)).items():
-        ops = [op for _, patch in found for op in patch]
-        resource = f"{kind.lower()}.{api_version.split('/')[0]}" if "/" in api_version else kind.lower()
-        proc = cluster.kube.kubectl("-n", ns, "patch", resource, name, "--type=json", "-p", json.dumps(ops),
-                                    check=False)
-        if proc.returncode:
-            raise ClusterError(f"removing what was added to {kind} {ns}/{name} (not in the chart): "
-                               f"{proc.stderr.strip()[:300]}")
-        removed += [what for what, _ in found]
-    return removed
+    return _patch_found(cluster, release, namespace, additions, "removing what was added (not in the chart) to")
 
 
 def object_version(item: dict[str, Any]) -> str:

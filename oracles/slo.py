@@ -28,9 +28,9 @@ from pydantic import Field
 
 from sregym.oracles import (MIN_RATE_WINDOW_SECONDS, CheckResult, ClusterError, MitigationOracle, Slo, WindowParams,
                             app_path_changes, baseline_value, checked_slos, exporting_pods, fed_from_app_namespace,
-                            max_samples, mitigation_oracle, parse_duration, path_changes, query_value, read_app_paths,
-                            read_entry_path, read_source_changes, render, sample_window, scrape_interval_seconds,
-                            slos_from, window_of, window_result, within)
+                            list_app_objects, max_samples, mitigation_oracle, parse_duration, path_changes,
+                            query_value, read_app_paths, read_entry_path, read_source_changes, render, sample_window,
+                            scrape_interval_seconds, slos_from, window_of, window_result, within)
 
 
 # the default rate window: the shortest a success rate at the load generator's rate means something over
@@ -116,8 +116,11 @@ class SloOracle(MitigationOracle):
         def probe() -> tuple[bool, dict[str, Any]]:
             values = measure(slos, self.ctx.prometheus_url, ns, p.rate_window)
             reasons = []
+            # one listing of the namespace for both checks of this sample (4-7 API reads each)
+            objects = list_app_objects(self.ctx.kube, ns) if paths else None
             if paths:
-                changes = app_path_changes(paths, read_app_paths(self.ctx.kube, ns, known=paths.get("services") or ()))
+                changes = app_path_changes(paths, read_app_paths(self.ctx.kube, ns, known=paths.get("services") or (),
+                                                                 objects=objects))
                 if changes:
                     reasons.append("the app's requests are no longer answered by the app's own services: "
                                    + "; ".join(changes[:3]))
@@ -127,7 +130,8 @@ class SloOracle(MitigationOracle):
                     reasons.append("the load generator is no longer answered by the app's own entry: "
                                    + "; ".join(changes[:3]))
             if fed and paths:
-                changes = read_source_changes(self.ctx.kube, ns, exporting_pods(self.ctx.prometheus_url, fed, ns), paths)
+                changes = read_source_changes(self.ctx.kube, ns, exporting_pods(self.ctx.prometheus_url, fed, ns), paths,
+                                              objects=objects)
                 if changes:
                     reasons.append("the series the SLOs read from the app's namespace are not only the app's own: "
                                    + "; ".join(changes[:3]))

@@ -381,9 +381,17 @@ def app_paths(services: list[dict], slices: list[dict], pods: list[dict], replic
             "wiring": wiring(configmaps, workloads, names, namespace)}
 
 
-def read_app_paths(kube: Any, namespace: str, known: Iterable[str] = ()) -> dict[str, Any]:
-    """:func:`app_paths` of ``namespace`` as the cluster has it now."""
-    by_kind = _list_kinds(kube, namespace, APP_PATH_KINDS, f"the Services' paths in namespace {namespace}")
+def list_app_objects(kube: Any, namespace: str) -> dict[str, list]:
+    """Kind -> the objects of ``namespace`` that the app's paths are read from (``APP_PATH_KINDS``),
+    for a caller that reads them for more than one check in a sample."""
+    return _list_kinds(kube, namespace, APP_PATH_KINDS, f"the Services' paths in namespace {namespace}")
+
+
+def read_app_paths(kube: Any, namespace: str, known: Iterable[str] = (), *,
+                   objects: dict[str, list] | None = None) -> dict[str, Any]:
+    """:func:`app_paths` of ``namespace`` as the cluster has it now (``objects``: as
+    :func:`list_app_objects` just listed them)."""
+    by_kind = objects if objects is not None else list_app_objects(kube, namespace)
     return app_paths(by_kind["Service"], by_kind["EndpointSlice"], by_kind["Pod"], by_kind["ReplicaSet"],
                      by_kind["Deployment"] + by_kind["StatefulSet"], by_kind["ConfigMap"], namespace=namespace,
                      known=known)

@@ -81,11 +81,15 @@ def source_changes(sources: Iterable[str], pods: list[dict], replica_sets: list[
     return out
 
 
-def read_source_changes(kube: Any, namespace: str, sources: Iterable[str], recorded: dict[str, Any]) -> list[str]:
-    """:func:`source_changes` of ``namespace`` as the cluster has it now."""
+def read_source_changes(kube: Any, namespace: str, sources: Iterable[str], recorded: dict[str, Any], *,
+                        objects: dict[str, list] | None = None) -> list[str]:
+    """:func:`source_changes` of ``namespace`` as the cluster has it now (``objects``: the namespace's
+    objects by kind as the caller just listed them, e.g. ``entry_path.list_app_objects``, which holds
+    every kind of ``SOURCE_KINDS``)."""
     sources = set(sources)
     if not sources:
         return []
-    by_kind = _list_kinds(kube, namespace, SOURCE_KINDS, f"the pods exporting the SLOs' series in namespace {namespace}")
+    by_kind = objects if objects is not None else _list_kinds(
+        kube, namespace, SOURCE_KINDS, f"the pods exporting the SLOs' series in namespace {namespace}")
     return source_changes(sources, by_kind["Pod"], by_kind["ReplicaSet"], by_kind["Deployment"] + by_kind["StatefulSet"],
                           recorded)

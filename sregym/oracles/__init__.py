@@ -8,7 +8,8 @@ registers with ``@diagnosis_oracle("name")``. See docs/grading.md.
 """
 
 from sregym.cluster.charts import template
-from sregym.cluster.entry_path import app_path_changes, path_changes, read_app_paths, read_entry_path
+from sregym.cluster.entry_path import (app_path_changes, list_app_objects, path_changes, read_app_paths,
+                                       read_entry_path)
 from sregym.cluster.metric_sources import exporting_pods, read_source_changes
 from sregym.cluster.prometheus import query_value
 from sregym.core.constants import HIDDEN_NAMESPACE, OWNER_LABEL, OWNER_VALUE
@@ -49,7 +50,7 @@ __all__ = [
     "container_probes", "weakened", "workload_probes",
     "Slo", "baseline_value", "checked_slos", "render", "slos_from", "within",
     # who answers the app's requests, and whether that changed since the baseline
-    "app_path_changes", "path_changes", "read_app_paths", "read_entry_path",
+    "app_path_changes", "list_app_objects", "path_changes", "read_app_paths", "read_entry_path",
     # and who exported the app's own series an SLO reads
     "exporting_pods", "fed_from_app_namespace", "read_source_changes",
     # metrics and charts: an instant PromQL query, the metrics' timing, a chart rendered offline

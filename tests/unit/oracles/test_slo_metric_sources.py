@@ -162,9 +162,10 @@ def oracle(monkeypatch, exporting: set[str], live: dict) -> tuple[list, dict]:
     asked = []
     monkeypatch.setattr(slo_module, "measure", lambda slos, url, ns, rate: {"success_rate": 1.0,
                                                                             "summary_freshness_p95_seconds": 0.001})
-    monkeypatch.setattr(slo_module, "read_app_paths", lambda kube, ns, known=(): live_paths)
+    monkeypatch.setattr(slo_module, "list_app_objects", lambda kube, ns: {})
+    monkeypatch.setattr(slo_module, "read_app_paths", lambda kube, ns, known=(), objects=None: live_paths)
     monkeypatch.setattr(slo_module, "exporting_pods", lambda url, selectors, ns: asked.append(selectors) or exporting)
-    monkeypatch.setattr(slo_module, "read_source_changes", lambda kube, ns, sources, recorded: changes(
+    monkeypatch.setattr(slo_module, "read_source_changes", lambda kube, ns, sources, recorded, objects=None: changes(
         live, sources, recorded))
     monkeypatch.setattr(slo_module, "sample_window", lambda probe, window, interval, **kw: [probe()])
     monkeypatch.setattr(slo_module, "window_result", lambda name, samples, fraction, evidence: (samples, evidence))
@@ -195,3 +196,27 @@ def test_the_matrix_fake_exporter_fakes_the_apps_own_series_the_slos_read():
     assert faked_series(slo_queries("shop_db_slow_disk")) == []  # the load generator's only: faked as before
     assert faked_series(['rate(x_total{namespace="$namespace",pod="p",shard="1"}[1m]) + y{namespace="$namespace"}']) == [
         {"name": "x_total", "kind": "counter", "labels": {"shard": "1"}}, {"name": "y", "kind": "gauge", "labels": {}}]
+
+
+def test_a_sample_lists_the_namespace_once_for_both_checks(monkeypatch):
+    # the paths check and the metric-source check read the same Pods, ReplicaSets and workloads: one
+    # listing per sample (4 API reads each were made twice at every 2 s sample before)
+    listed, given = [], []
+    monkeypatch.setattr(slo_module, "list_app_objects", lambda kube, ns: listed.append(ns) or {"listed": True})
+    monkeypatch.setattr(slo_module, "measure", lambda slos, url, ns, rate: {"success_rate": 1.0,
+                                                                            "summary_freshness_p95_seconds": 0.001})
+    monkeypatch.setattr(slo_module, "read_app_paths",
+                        lambda kube, ns, known=(), objects=None: given.append(objects) or BASELINE)
+    monkeypatch.setattr(slo_module, "exporting_pods", lambda url, selectors, ns: {"processor-5d-a"})
+    monkeypatch.setattr(slo_module, "read_source_changes",
+                        lambda kube, ns, sources, recorded, objects=None: given.append(objects) or [])
+    monkeypatch.setattr(slo_module, "sample_window", lambda probe, window, interval, **kw: [probe()])
+    monkeypatch.setattr(slo_module, "window_result", lambda name, samples, fraction, evidence: (samples, evidence))
+    params = SloParams(slos=[{"name": q_name, "kind": kind, "objective": objective, "query": q} for q_name, kind,
+                             objective, q in zip(("success_rate", "summary_freshness_p95_seconds"),
+                                                 ("success_rate", "latency"), (0.99, 0.5),
+                                                 slo_queries("pipeline_db_slow_disk"))])
+    ctx = MitigationContext(kube=object(), namespace=NS, prometheus_url="http://prom", baseline={
+        "slos": {"success_rate": {"value": 1.0}, "summary_freshness_p95_seconds": {"value": 0.02}}, "paths": BASELINE})
+    SloOracle(params, ctx).check()
+    assert listed == [NS] and given == [{"listed": True}, {"listed": True}]
